@@ -1,0 +1,393 @@
+"""Self- and world-collision checking with MATLAB ``checkCollision`` semantics.
+
+Matrix layout of :class:`CheckResult` (m bodies, w world objects): rows are the m bodies then the
+base (m + 1 rows); columns are the m bodies, the base, then the world objects (m + 1 + w).
+Entries: separation distance (m) of the pair, minus its padding; NaN when the pair collides
+(padded signed distance < 0); Inf when the pair is skipped, not evaluated, or on the diagonal.
+``signed`` holds the same values with the (negative) penetration depth instead of NaN.
+``witness[i, j]`` (2, 3) holds the nearest point on row body i and on column body j (base
+frame), NaN for colliding pairs, Inf where not evaluated.
+
+Skip rules: ``"parent"`` (default) skips each body with its parent (the base is the parent of
+root bodies); ``"adjacent"`` skips consecutive entries of ``[base] + body_names``; a list of name
+pairs skips exactly those pairs. An SRDF's ``disable_collisions`` pairs are always added
+(``use_srdf=False`` turns that off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Optional, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from .clearance import ClearanceTable
+
+from .check_kernels import config_valid, config_valid_batch, evaluate_pairs, motion_valid
+from .errors import ConfigurationError
+from .kinematics import fk_into
+from .model import RobotModel
+from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arrays
+from .shapes import WorldObject
+
+__all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
+
+SkipRule = Union[Literal["parent", "adjacent"], Sequence[tuple[str, str]]]
+Padding = Union[float, Mapping[tuple[str, str], float]]
+
+
+@dataclass(frozen=True)
+class PairDistances:
+    """Link-indexed raw output of one evaluation (see ``check_kernels.evaluate_pairs``).
+
+    L links (base = 0), W world objects; ``D`` (L, L + W) padded signed distances (+inf where
+    not evaluated), ``WA``/``WB`` (L, L+W, 3) witness points, ``NN`` (L, L+W, 3) unit normals from
+    row to column, ``E`` evaluated flags; self pairs are stored at ``[a, b]`` with a < b.
+    """
+
+    T: NDArray[np.float64]
+    D: NDArray[np.float64]
+    WA: NDArray[np.float64]
+    WB: NDArray[np.float64]
+    NN: NDArray[np.float64]
+    E: NDArray[np.bool_]
+    collided: bool
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Result of :meth:`CollisionChecker.check` (see the module docstring for the layout)."""
+
+    is_self_colliding: bool
+    is_world_colliding: bool
+    separation: NDArray[np.float64]  # (m+1, m+1+w)
+    signed: NDArray[np.float64]  # (m+1, m+1+w)
+    witness: NDArray[np.float64]  # (m+1, m+1+w, 2, 3)
+    row_names: list[str]
+    column_names: list[str]
+    colliding_pairs: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def in_collision(self) -> bool:
+        return self.is_self_colliding or self.is_world_colliding
+
+    def closest_pair(self) -> Optional[tuple[str, str, float]]:
+        """(row name, column name, signed distance) of the evaluated pair with least distance."""
+        s = np.where(np.isfinite(self.signed), self.signed, np.inf)
+        if not np.isfinite(s).any():
+            return None
+        i, j = np.unravel_index(int(np.argmin(s)), s.shape)
+        return self.row_names[i], self.column_names[j], float(s[i, j])
+
+
+class CollisionChecker:
+    """Checks a :class:`RobotModel` against itself and a list of :class:`WorldObject`.
+
+    ``padding`` (m) is subtracted from every pair's distance: a scalar, or a mapping from name
+    pairs (bodies, base or world-object names; order does not matter) to padding with the
+    scalar default under the key ``("*", "*")``. Geometry changes made on the model with
+    ``add_collision``/``clear_collision`` are picked up on the next call.
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        skip: SkipRule = "parent",
+        padding: Padding = 0.0,
+        use_srdf: bool = True,
+    ) -> None:
+        self.robot = robot
+        self.skip = skip
+        self.use_srdf = use_srdf
+        self._default_pad, self._pair_pad = self._parse_padding(padding)
+        self._enabled = self._enabled_matrix(skip, use_srdf)
+        self._rs: Optional[RobotArrays] = None
+        self._version = -1
+        self._world_key: Optional[tuple[int, ...]] = None
+        self._world: Optional[WorldArrays] = None
+        self._world_names: list[str] = []
+        self._pairs: Optional[PairArrays] = None
+        self._refresh()
+
+    # ------------------------------------------------------------------ configuration
+    def _parse_padding(self, padding: Padding) -> tuple[float, dict[frozenset[str], float]]:
+        if isinstance(padding, Mapping):
+            pairs: dict[frozenset[str], float] = {}
+            default = 0.0
+            for key, val in padding.items():
+                v = float(val)
+                if not np.isfinite(v):
+                    raise ConfigurationError(f"padding for {key} must be finite")
+                if tuple(key) == ("*", "*"):
+                    default = v
+                    continue
+                if len(key) != 2:
+                    raise ConfigurationError(f"padding keys must be name pairs, got {key!r}")
+                for name in key:
+                    if name in self.robot.link_names:
+                        continue
+                    # world-object names are allowed; they are matched when a world is given
+                pairs[frozenset(key)] = v
+            return default, pairs
+        v = float(padding)
+        if not np.isfinite(v):
+            raise ConfigurationError("padding must be a finite number of metres")
+        return v, {}
+
+    def _enabled_matrix(self, skip: SkipRule, use_srdf: bool) -> NDArray[np.bool_]:
+        r = self.robot
+        L = len(r.link_names)
+        en = np.ones((L, L), dtype=bool)
+        np.fill_diagonal(en, False)
+
+        def off(a: int, b: int) -> None:
+            en[a, b] = en[b, a] = False
+
+        if isinstance(skip, str):
+            if skip == "parent":
+                for i in range(1, L):
+                    off(i, int(r.kin.parent[i]))
+            elif skip == "adjacent":
+                for i in range(1, L):
+                    off(i - 1, i)
+            else:
+                raise ConfigurationError(
+                    f"skip must be 'parent', 'adjacent' or a list of (body, body) pairs, got {skip!r}"
+                )
+        else:
+            for pair in skip:
+                if len(pair) != 2:
+                    raise ConfigurationError(f"skip pairs must be (body, body), got {pair!r}")
+                off(r.link_index(pair[0]), r.link_index(pair[1]))
+        if use_srdf:
+            for a, b in r.disabled_pairs():
+                off(r.link_index(a), r.link_index(b))
+        return en
+
+    def _pad(self, a: str, b: str) -> float:
+        return self._pair_pad.get(frozenset((a, b)), self._default_pad)
+
+    def _refresh(self) -> None:
+        if self._version == self.robot.geometry_version and self._rs is not None:
+            return
+        rs = robot_arrays(self.robot)
+        self._rs = rs
+        self._version = self.robot.geometry_version
+        counts = np.diff(rs.link_start)
+        names = self.robot.link_names
+        L = len(names)
+        # MATLAB row-major order over (bodies..., base) x (bodies..., base)
+        order = list(range(1, L)) + [0]
+        sa, sb, sp = [], [], []
+        seen = set()
+        for i in order:
+            for j in order:
+                a, b = min(i, j), max(i, j)
+                if a == b or (a, b) in seen or not self._enabled[a, b]:
+                    continue
+                seen.add((a, b))
+                if counts[a] == 0 or counts[b] == 0:
+                    continue
+                sa.append(a)
+                sb.append(b)
+                sp.append(self._pad(names[a], names[b]))
+        self._self_pairs = (
+            np.asarray(sa, dtype=np.int64),
+            np.asarray(sb, dtype=np.int64),
+            np.asarray(sp, dtype=float),
+        )
+        self._world_key = None
+        self._pairs = None
+
+    def _prepare(self, world: Union[Sequence[WorldObject], None]) -> tuple[RobotArrays, WorldArrays, PairArrays]:
+        self._refresh()
+        objs = list(world) if world is not None else []
+        key = tuple(id(o) for o in objs)
+        if key != self._world_key or self._pairs is None or self._world is None:
+            ws = world_arrays(objs)
+            names = [o.name or f"object{k}" for k, o in enumerate(objs)]
+            if len(set(names)) != len(names):
+                raise ConfigurationError(f"world object names must be unique, got {names}")
+            L = len(self.robot.link_names)
+            wp = np.full((L, len(objs)), self._default_pad)
+            if self._pair_pad:
+                for li, ln in enumerate(self.robot.link_names):
+                    for o, on in enumerate(names):
+                        wp[li, o] = self._pad(ln, on)
+            sa, sb, sp = self._self_pairs
+            self._world = ws
+            self._world_names = names
+            self._pairs = PairArrays(sa, sb, sp, wp)
+            self._world_key = key
+            self._world_objs = objs  # keep ids alive
+        assert self._rs is not None and self._world is not None and self._pairs is not None
+        return self._rs, self._world, self._pairs
+
+    # ------------------------------------------------------------------ names
+    @property
+    def row_names(self) -> list[str]:
+        return self.robot.body_names + [self.robot.base_name]
+
+    def column_names(self, world: Sequence[WorldObject] = ()) -> list[str]:
+        return self.row_names + [o.name or f"object{k}" for k, o in enumerate(world)]
+
+    def is_pair_checked(self, a: str, b: str) -> bool:
+        """Whether self pair (a, b) is evaluated under the skip rules."""
+        return bool(self._enabled[self.robot.link_index(a), self.robot.link_index(b)])
+
+    # ------------------------------------------------------------------ boolean checks
+    def is_valid(self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False) -> bool:
+        """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
+        ``world``."""
+        arr = self.robot.validate_configuration(q)
+        rs, ws, pr = self._prepare(world)
+        return bool(config_valid(arr, self.robot.kin, rs, ws, pr, not ignore_self))
+
+    def is_valid_batch(
+        self, Q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> NDArray[np.bool_]:
+        """(N,) bool, True = collision-free, for a batch of configurations ``Q`` (N, n)."""
+        arr = self.robot.validate_batch(Q)
+        rs, ws, pr = self._prepare(world)
+        out = np.empty(arr.shape[0], dtype=np.bool_)
+        if arr.shape[0]:
+            config_valid_batch(arr, self.robot.kin, rs, ws, pr, not ignore_self, out)
+        return out
+
+    def is_motion_valid(
+        self,
+        q0: ArrayLike,
+        q1: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        resolution: float = 1.0 / 32.0,
+        ignore_self: bool = False,
+    ) -> bool:
+        """Straight joint-space motion q0 -> q1 checked every ``resolution`` (L2 joint distance)."""
+        a = self.robot.validate_configuration(q0, "start configuration")
+        b = self.robot.validate_configuration(q1, "end configuration")
+        if not resolution > 0:
+            raise ConfigurationError("resolution must be a positive joint-space distance")
+        rs, ws, pr = self._prepare(world)
+        steps = max(1, int(np.ceil(np.linalg.norm(b - a) / resolution)))
+        L = len(self.robot.link_names)
+        return bool(
+            motion_valid(a, b, steps, self.robot.kin, rs, ws, pr, not ignore_self,
+                         np.empty((L, 4, 4)), np.empty((len(rs.kind), 4, 4)),
+                         np.zeros(L, dtype=np.bool_), np.empty((L + 3, 3)))
+        )
+
+    # ------------------------------------------------------------------ distances
+    def pair_distances(
+        self,
+        q: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        exhaustive: bool = True,
+        ignore_self: bool = False,
+    ) -> PairDistances:
+        """Raw link-indexed distances for every evaluated pair (see :class:`PairDistances`)."""
+        arr = self.robot.validate_configuration(q)
+        rs, ws, pr = self._prepare(world)
+        L = len(self.robot.link_names)
+        C = L + len(ws.kind)
+        T = np.empty((L, 4, 4))
+        fk_into(arr, *self.robot.kin, T)
+        D = np.full((L, C), np.inf)
+        WA = np.full((L, C, 3), np.inf)
+        WB = np.full((L, C, 3), np.inf)
+        NN = np.zeros((L, C, 3))
+        SA = np.full((L, C), -1, dtype=np.int64)
+        SB = np.full((L, C), -1, dtype=np.int64)
+        E = np.zeros((L, C), dtype=np.bool_)
+        hit = evaluate_pairs(T, rs, ws, pr, exhaustive, not ignore_self, True, D, WA, WB, NN, SA, SB, E)
+        return PairDistances(T, D, WA, WB, NN, E, bool(hit))
+
+    def check(
+        self,
+        q: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        exhaustive: bool = False,
+        ignore_self: bool = False,
+    ) -> CheckResult:
+        """MATLAB-style check at ``q`` (n,) against ``world``; see the module docstring."""
+        world = list(world)
+        pdist = self.pair_distances(q, world, exhaustive, ignore_self)
+        L = len(self.robot.link_names)
+        W = len(world)
+        m = L - 1
+        # link-indexed -> MATLAB-indexed: bodies (links 1..m) then base (link 0)
+        perm = np.r_[np.arange(1, L), 0]
+        D, WA, WB, E = pdist.D, pdist.WA, pdist.WB, pdist.E
+        # mirror the self block (stored at a < b) to make it symmetric
+        Ds = D[:, :L].copy()
+        Es = E[:, :L].copy()
+        iu = np.triu_indices(L, 1)
+        Ds[iu[1], iu[0]] = Ds[iu]
+        Es[iu[1], iu[0]] = Es[iu]
+        WAs = WA[:, :L].copy()
+        WBs = WB[:, :L].copy()
+        WAs[iu[1], iu[0]] = WB[:, :L][iu]
+        WBs[iu[1], iu[0]] = WA[:, :L][iu]
+        signed = np.full((m + 1, m + 1 + W), np.inf)
+        evaluated = np.zeros((m + 1, m + 1 + W), dtype=bool)
+        wit = np.full((m + 1, m + 1 + W, 2, 3), np.inf)
+        signed[:, : m + 1] = Ds[np.ix_(perm, perm)]
+        evaluated[:, : m + 1] = Es[np.ix_(perm, perm)]
+        wit[:, : m + 1, 0] = WAs[np.ix_(perm, perm)]
+        wit[:, : m + 1, 1] = WBs[np.ix_(perm, perm)]
+        if W:
+            signed[:, m + 1 :] = D[perm, L:]
+            evaluated[:, m + 1 :] = E[perm, L:]
+            wit[:, m + 1 :, 0] = WA[perm, L:]
+            wit[:, m + 1 :, 1] = WB[perm, L:]
+        # evaluated pairs whose bodies have no shapes stay +inf (nothing to collide)
+        colliding = evaluated & (signed < 0.0)
+        sep = signed.copy()
+        sep[colliding] = np.nan
+        wit[colliding] = np.nan
+        rows = self.row_names
+        cols = rows + self._world_names
+        pairs: list[tuple[str, str]] = []
+        for i, j in zip(*np.nonzero(colliding)):
+            if j <= m and j < i:
+                continue  # report each self pair once
+            pairs.append((rows[i], cols[j]))
+        self_col = bool(colliding[:, : m + 1].any())
+        world_col = bool(colliding[:, m + 1 :].any())
+        return CheckResult(self_col, world_col, sep, signed, wit, rows, cols, pairs)
+
+    def signed_distance(
+        self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> NDArray[np.float64]:
+        """Exhaustive (m+1, m+1+w) padded signed-distance matrix (negative = penetration)."""
+        return self.check(q, world, exhaustive=True, ignore_self=ignore_self).signed
+
+    def min_distance(self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False) -> float:
+        """Smallest padded signed distance over every evaluated pair (inf when none)."""
+        d = self.pair_distances(q, world, True, ignore_self).D
+        return float(d.min()) if d.size else float("inf")
+
+    @property
+    def world_names(self) -> list[str]:
+        """Names of the world objects of the last call (``object<k>`` when unnamed)."""
+        return list(self._world_names)
+
+    def clearance(
+        self,
+        q: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        influence_distance: float = float("inf"),
+        ignore_self: bool = False,
+    ) -> ClearanceTable:
+        """Clearance rows (padded signed distance < ``influence_distance``) with Jacobians."""
+        from .clearance import clearance_table
+
+        return clearance_table(self, q, world, influence_distance, ignore_self)
+
+    def compiled(self, world: Sequence[WorldObject] = ()) -> tuple[object, RobotArrays, WorldArrays, PairArrays]:
+        """``(kin, rs, ws, pr)`` tuples for calling the compiled kernels directly."""
+        rs, ws, pr = self._prepare(world)
+        return self.robot.kin, rs, ws, pr
+

@@ -1,0 +1,162 @@
+"""Clearance table: signed distances of monitored pairs and their joint-space Jacobians.
+
+For a robot body R and another body O (a robot body, the base, or a world object) with
+witness points p_R (on R) and p_O (on O) and unit normal n pointing from R towards O, the
+padded signed distance is ϕ = n·(p_O − p_R) − padding. Treating the witness points as material
+points of their bodies (exact for the derivative of the distance between smooth convex bodies),
+
+    ∂ϕ/∂q = nᵀ (J_O(p_O) − J_R(p_R))          (1, n)
+
+where J_X(p) (3, n) is the translational Jacobian of point p rigidly attached to body X (zero
+for world objects). Self pairs therefore use the relative Jacobian of both bodies. Everything
+is in the base frame; distances in m, Jacobian rows in m/rad (m/m for prismatic joints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import njit
+from numpy.typing import ArrayLike, NDArray
+
+from .kinematics import point_jacobian_into
+from .shapes import WorldObject
+
+if TYPE_CHECKING:
+    from .checker import CollisionChecker
+
+__all__ = ["PairKind", "ClearanceRow", "ClearanceTable", "clearance_table", "clearance_jacobians"]
+
+
+class PairKind(IntEnum):
+    """Kind of a clearance row: robot-robot (SELF) or robot-world (ENVIRONMENT)."""
+
+    SELF = 0
+    ENVIRONMENT = 1
+
+
+@dataclass(frozen=True)
+class ClearanceRow:
+    """One (robot body, other body) row; points in the base frame, distance in m."""
+
+    robot_body: str
+    other_body: str
+    kind: PairKind
+    distance: float
+    witness_robot: NDArray[np.float64]
+    witness_other: NDArray[np.float64]
+    normal: NDArray[np.float64]
+    jacobian: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ClearanceTable:
+    """Column arrays of the clearance rows (R rows, n joints)."""
+
+    joint_names: list[str]
+    robot_bodies: list[str]
+    other_bodies: list[str]
+    kinds: NDArray[np.int64]  # (R,) PairKind values
+    distances: NDArray[np.float64]  # (R,) padded signed distance ϕ, m
+    witness_robot: NDArray[np.float64]  # (R, 3)
+    witness_other: NDArray[np.float64]  # (R, 3)
+    normals: NDArray[np.float64]  # (R, 3) unit, from robot body towards other body
+    jacobians: NDArray[np.float64]  # (R, n) ∂ϕ/∂q
+    robot_links: NDArray[np.int64]  # (R,) link index of the robot body
+    other_links: NDArray[np.int64]  # (R,) link index of the other body, -1 - k for world object k
+
+    def __len__(self) -> int:
+        return int(self.distances.shape[0])
+
+    @property
+    def rows(self) -> list[ClearanceRow]:
+        return [self[i] for i in range(len(self))]
+
+    def __getitem__(self, i: int) -> ClearanceRow:
+        return ClearanceRow(
+            self.robot_bodies[i],
+            self.other_bodies[i],
+            PairKind(int(self.kinds[i])),
+            float(self.distances[i]),
+            self.witness_robot[i],
+            self.witness_other[i],
+            self.normals[i],
+            self.jacobians[i],
+        )
+
+    @property
+    def min_distance(self) -> float:
+        return float(self.distances.min()) if len(self) else float("inf")
+
+    def pair_names(self) -> list[str]:
+        """``"robot=other"`` per row (the marker namespace convention)."""
+        return [f"{a}={b}" for a, b in zip(self.robot_bodies, self.other_bodies)]
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def clearance_jacobians(T, robot_link, other_link, w_robot, w_other, normal, parent, jtype, axis, qidx, scale, n_joints):  # type: ignore[no-untyped-def]
+    """Rows ``nᵀ (J_O(p_O) − J_R(p_R))`` (R, n) for link-indexed pairs; ``other_link < 0`` = world."""
+    R = robot_link.shape[0]
+    out = np.zeros((R, n_joints))
+    Jr = np.zeros((3, n_joints))
+    Jo = np.zeros((3, n_joints))
+    for r in range(R):
+        Jr[:, :] = 0.0
+        Jo[:, :] = 0.0
+        point_jacobian_into(T, robot_link[r], w_robot[r], parent, jtype, axis, qidx, scale, 1.0, Jr)
+        if other_link[r] >= 0:
+            point_jacobian_into(T, other_link[r], w_other[r], parent, jtype, axis, qidx, scale, 1.0, Jo)
+        for c in range(n_joints):
+            out[r, c] = (
+                normal[r, 0] * (Jo[0, c] - Jr[0, c])
+                + normal[r, 1] * (Jo[1, c] - Jr[1, c])
+                + normal[r, 2] * (Jo[2, c] - Jr[2, c])
+            )
+    return out
+
+
+def clearance_table(
+    checker: CollisionChecker,
+    q: ArrayLike,
+    world: Sequence[WorldObject] = (),
+    influence_distance: float = float("inf"),
+    ignore_self: bool = False,
+) -> ClearanceTable:
+    """Rows for every evaluated pair with padded signed distance below ``influence_distance``."""
+    robot = checker.robot
+    world = list(world)
+    pd = checker.pair_distances(q, world, exhaustive=True, ignore_self=ignore_self)
+    L = len(robot.link_names)
+    sel = pd.E & (pd.D < influence_distance)
+    ii, jj = np.nonzero(sel)
+    is_self = jj < L
+    # self pairs are stored at [a, b] with a < b: the deeper link b is the robot body
+    r_link = np.where(is_self, jj, ii).astype(np.int64)
+    o_link = np.where(is_self, ii, -1 - (jj - L)).astype(np.int64)
+    wa, wb, nn = pd.WA[ii, jj], pd.WB[ii, jj], pd.NN[ii, jj]
+    s3 = is_self[:, None]
+    w_robot = np.ascontiguousarray(np.where(s3, wb, wa))
+    w_other = np.ascontiguousarray(np.where(s3, wa, wb))
+    normal = np.ascontiguousarray(np.where(s3, -nn, nn))
+    k = robot.kin
+    J = clearance_jacobians(pd.T, r_link, o_link, w_robot, w_other, normal, k.parent, k.jtype,
+                            k.axis, k.qidx, k.scale, robot.num_joints)
+    names = robot.link_names
+    wnames = checker.world_names
+    return ClearanceTable(
+        joint_names=list(robot.joint_names),
+        robot_bodies=[names[i] for i in r_link],
+        other_bodies=[names[o] if o >= 0 else wnames[-1 - o] for o in o_link],
+        kinds=np.where(is_self, int(PairKind.SELF), int(PairKind.ENVIRONMENT)).astype(np.int64),
+        distances=pd.D[ii, jj].copy(),
+        witness_robot=w_robot,
+        witness_other=w_other,
+        normals=normal,
+        jacobians=J,
+        robot_links=r_link,
+        other_links=o_link,
+    )
