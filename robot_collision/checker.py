@@ -26,7 +26,13 @@ from numpy.typing import ArrayLike, NDArray
 if TYPE_CHECKING:
     from .clearance import ClearanceTable
 
-from .check_kernels import config_valid, config_valid_batch, evaluate_pairs, motion_valid
+from .check_kernels import (
+    evaluate_pairs,
+    motion_valid,
+    pack_scene,
+    packed_valid,
+    packed_valid_batch,
+)
 from .errors import ConfigurationError
 from .kinematics import fk_into
 from .model import RobotModel
@@ -223,6 +229,7 @@ class CollisionChecker:
             self._pairs = PairArrays(sa, sb, sp, wp)
             self._world_key = key
             self._world_objs = objs  # keep ids alive
+            self._packed = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
         assert self._rs is not None and self._world is not None and self._pairs is not None
         return self._rs, self._world, self._pairs
 
@@ -243,18 +250,20 @@ class CollisionChecker:
         """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
         ``world``."""
         arr = self.robot.validate_configuration(q)
-        rs, ws, pr = self._prepare(world)
-        return bool(config_valid(arr, self.robot.kin, rs, ws, pr, not ignore_self))
+        self._prepare(world)
+        F, I = self._packed  # noqa: E741
+        return bool(packed_valid(arr, F, I, not ignore_self))
 
     def is_valid_batch(
         self, Q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
     ) -> NDArray[np.bool_]:
         """(N,) bool, True = collision-free, for a batch of configurations ``Q`` (N, n)."""
         arr = self.robot.validate_batch(Q)
-        rs, ws, pr = self._prepare(world)
+        self._prepare(world)
+        F, I = self._packed  # noqa: E741
         out = np.empty(arr.shape[0], dtype=np.bool_)
         if arr.shape[0]:
-            config_valid_batch(arr, self.robot.kin, rs, ws, pr, not ignore_self, out)
+            packed_valid_batch(arr, F, I, not ignore_self, out)
         return out
 
     def is_motion_valid(

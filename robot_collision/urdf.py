@@ -5,7 +5,8 @@ that declares a DOCTYPE or entities is refused. Besides standard URDF geometry i
 non-standard ``<capsule radius="r" length="l"/>`` element inside ``<geometry>``.
 ``package://pkg/rel`` mesh URIs resolve through the ament index when available, else through
 ``package_dirs`` (a mapping ``{pkg: dir}`` or a list of directories that contain ``pkg/``).
-Relative mesh paths resolve against the URDF file's directory (or ``package_dirs`` roots).
+Relative mesh paths resolve against the URDF file's directory (or ``package_dirs`` roots); as a
+last resort ``package://pkg/rel`` is also looked up as ``<urdf dir>/pkg/rel``.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
         pkg, _, rel = rest.partition("/")
         if pkg in named:
             return named[pkg] / rel
-        for root in roots:
+        for root in roots + ([base_dir] if base_dir is not None else []):
             cand = root / pkg / rel
             if cand.exists():
                 return cand
@@ -191,8 +192,8 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
 
             try:
                 return Path(get_package_share_directory(pkg)) / rel
-            except PackageNotFoundError:
-                pass
+            except (PackageNotFoundError, LookupError, ValueError, OSError):
+                pass  # not installed, or no ament index on this machine
         except ImportError:
             pass
         raise MeshError(

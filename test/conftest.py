@@ -1,0 +1,55 @@
+"""Shared fixtures: repository paths, the test robots and the MotionBenchMaker data."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+URDF_DIR = ROOT / "urdf"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mbm  # noqa: E402
+
+from robot_collision import RobotModel  # noqa: E402
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not mbm.available():
+        skip = pytest.mark.skip(reason="../shared/benchmarks/panda_mbm is not present")
+        for item in items:
+            if "mbm" in item.keywords:
+                item.add_marker(skip)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mbm: needs ../shared/benchmarks/panda_mbm")
+    config.addinivalue_line("markers", "ros: starts real rclpy nodes")
+    config.addinivalue_line("markers", "slow: long-running test")
+
+
+@pytest.fixture(scope="session")
+def default_robot() -> RobotModel:
+    return RobotModel.from_urdf(URDF_DIR / "default_arm.urdf", srdf=URDF_DIR / "default_arm.srdf")
+
+
+@pytest.fixture(scope="session")
+def panda() -> RobotModel:
+    if not mbm.available():
+        pytest.skip("../shared/benchmarks/panda_mbm is not present")
+    return mbm.panda()
+
+
+@pytest.fixture(scope="session")
+def cage_world() -> list:
+    if not mbm.available():
+        pytest.skip("../shared/benchmarks/panda_mbm is not present")
+    return mbm.world_of(mbm.load_problems()["problems"]["cage"][0], "cage")
+
+
+@pytest.fixture()
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
