@@ -46,51 +46,76 @@ class KinematicArrays(NamedTuple):
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, out):  # type: ignore[no-untyped-def]
-    """Write every link pose (L, 4, 4) for configuration ``q`` (n,) into ``out``."""
+    """Write every link pose (L, 4, 4) for configuration ``q`` (n,) into ``out``.
+
+    out[i] = out[parent[i]] @ origin[i] @ motion_i, computed with scalars (no allocation).
+    """
     L = parent.shape[0]
     for a in range(4):
         for b in range(4):
             out[0, a, b] = 1.0 if a == b else 0.0
-    M = np.empty((4, 4))
     for i in range(1, L):
         p = parent[i]
-        # M = origin[i] @ motion
-        for a in range(4):
-            for b in range(4):
-                M[a, b] = origin[i, a, b]
+        # A = out[p] @ origin[i]  (rigid: only the top 3 rows are computed)
+        a00 = out[p, 0, 0] * origin[i, 0, 0] + out[p, 0, 1] * origin[i, 1, 0] + out[p, 0, 2] * origin[i, 2, 0]
+        a01 = out[p, 0, 0] * origin[i, 0, 1] + out[p, 0, 1] * origin[i, 1, 1] + out[p, 0, 2] * origin[i, 2, 1]
+        a02 = out[p, 0, 0] * origin[i, 0, 2] + out[p, 0, 1] * origin[i, 1, 2] + out[p, 0, 2] * origin[i, 2, 2]
+        a03 = (out[p, 0, 0] * origin[i, 0, 3] + out[p, 0, 1] * origin[i, 1, 3]
+               + out[p, 0, 2] * origin[i, 2, 3] + out[p, 0, 3])
+        a10 = out[p, 1, 0] * origin[i, 0, 0] + out[p, 1, 1] * origin[i, 1, 0] + out[p, 1, 2] * origin[i, 2, 0]
+        a11 = out[p, 1, 0] * origin[i, 0, 1] + out[p, 1, 1] * origin[i, 1, 1] + out[p, 1, 2] * origin[i, 2, 1]
+        a12 = out[p, 1, 0] * origin[i, 0, 2] + out[p, 1, 1] * origin[i, 1, 2] + out[p, 1, 2] * origin[i, 2, 2]
+        a13 = (out[p, 1, 0] * origin[i, 0, 3] + out[p, 1, 1] * origin[i, 1, 3]
+               + out[p, 1, 2] * origin[i, 2, 3] + out[p, 1, 3])
+        a20 = out[p, 2, 0] * origin[i, 0, 0] + out[p, 2, 1] * origin[i, 1, 0] + out[p, 2, 2] * origin[i, 2, 0]
+        a21 = out[p, 2, 0] * origin[i, 0, 1] + out[p, 2, 1] * origin[i, 1, 1] + out[p, 2, 2] * origin[i, 2, 1]
+        a22 = out[p, 2, 0] * origin[i, 0, 2] + out[p, 2, 1] * origin[i, 1, 2] + out[p, 2, 2] * origin[i, 2, 2]
+        a23 = (out[p, 2, 0] * origin[i, 0, 3] + out[p, 2, 1] * origin[i, 1, 3]
+               + out[p, 2, 2] * origin[i, 2, 3] + out[p, 2, 3])
         t = jtype[i]
-        if t != FIXED:
+        if t == REVOLUTE:
             v = scale[i] * q[qidx[i]] + offset[i]
             ux, uy, uz = axis[i, 0], axis[i, 1], axis[i, 2]
-            if t == REVOLUTE:
-                c = np.cos(v)
-                s = np.sin(v)
-                C = 1.0 - c
-                r00 = c + ux * ux * C
-                r01 = ux * uy * C - uz * s
-                r02 = ux * uz * C + uy * s
-                r10 = uy * ux * C + uz * s
-                r11 = c + uy * uy * C
-                r12 = uy * uz * C - ux * s
-                r20 = uz * ux * C - uy * s
-                r21 = uz * uy * C + ux * s
-                r22 = c + uz * uz * C
-                for a in range(3):
-                    o0 = origin[i, a, 0]
-                    o1 = origin[i, a, 1]
-                    o2 = origin[i, a, 2]
-                    M[a, 0] = o0 * r00 + o1 * r10 + o2 * r20
-                    M[a, 1] = o0 * r01 + o1 * r11 + o2 * r21
-                    M[a, 2] = o0 * r02 + o1 * r12 + o2 * r22
-            else:
-                for a in range(3):
-                    M[a, 3] += v * (origin[i, a, 0] * ux + origin[i, a, 1] * uy + origin[i, a, 2] * uz)
-        for a in range(3):
-            for b in range(4):
-                acc = out[p, a, 0] * M[0, b] + out[p, a, 1] * M[1, b] + out[p, a, 2] * M[2, b]
-                if b == 3:
-                    acc += out[p, a, 3]
-                out[i, a, b] = acc
+            c = np.cos(v)
+            s = np.sin(v)
+            C = 1.0 - c
+            r00 = c + ux * ux * C
+            r01 = ux * uy * C - uz * s
+            r02 = ux * uz * C + uy * s
+            r10 = uy * ux * C + uz * s
+            r11 = c + uy * uy * C
+            r12 = uy * uz * C - ux * s
+            r20 = uz * ux * C - uy * s
+            r21 = uz * uy * C + ux * s
+            r22 = c + uz * uz * C
+            out[i, 0, 0] = a00 * r00 + a01 * r10 + a02 * r20
+            out[i, 0, 1] = a00 * r01 + a01 * r11 + a02 * r21
+            out[i, 0, 2] = a00 * r02 + a01 * r12 + a02 * r22
+            out[i, 1, 0] = a10 * r00 + a11 * r10 + a12 * r20
+            out[i, 1, 1] = a10 * r01 + a11 * r11 + a12 * r21
+            out[i, 1, 2] = a10 * r02 + a11 * r12 + a12 * r22
+            out[i, 2, 0] = a20 * r00 + a21 * r10 + a22 * r20
+            out[i, 2, 1] = a20 * r01 + a21 * r11 + a22 * r21
+            out[i, 2, 2] = a20 * r02 + a21 * r12 + a22 * r22
+        else:
+            if t == PRISMATIC:
+                v = scale[i] * q[qidx[i]] + offset[i]
+                ux, uy, uz = axis[i, 0], axis[i, 1], axis[i, 2]
+                a03 += v * (a00 * ux + a01 * uy + a02 * uz)
+                a13 += v * (a10 * ux + a11 * uy + a12 * uz)
+                a23 += v * (a20 * ux + a21 * uy + a22 * uz)
+            out[i, 0, 0] = a00
+            out[i, 0, 1] = a01
+            out[i, 0, 2] = a02
+            out[i, 1, 0] = a10
+            out[i, 1, 1] = a11
+            out[i, 1, 2] = a12
+            out[i, 2, 0] = a20
+            out[i, 2, 1] = a21
+            out[i, 2, 2] = a22
+        out[i, 0, 3] = a03
+        out[i, 1, 3] = a13
+        out[i, 2, 3] = a23
         out[i, 3, 0] = 0.0
         out[i, 3, 1] = 0.0
         out[i, 3, 2] = 0.0
