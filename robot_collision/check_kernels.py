@@ -361,7 +361,7 @@ def _sphere_exact(cx, cy, cz, r, ko, po, P, o, wa, wb, n):  # type: ignore[no-un
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, D, WA, WB, NN, SA, SB, E):  # type: ignore[no-untyped-def]
+def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, SA, SB, E):  # type: ignore[no-untyped-def]
     """Signed (padded) distance of every evaluated link pair, link-indexed.
 
     Outputs (L links, W world objects, columns = L links then W objects): ``D`` (L, L + W)
@@ -369,9 +369,14 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, D, WA, WB, NN, 
     witness points on the row link / column body, ``NN`` (L, L+W, 3) unit normal from row to
     column, ``SA``/``SB`` indices of the closest shapes, ``E`` evaluated flags. Self pairs fill
     ``[a, b]`` with a < b only. Without ``exhaustive`` it stops after the first colliding pair.
-    Returns True when a collision was found.
+    Pairs whose padded distance is at least ``cutoff`` (m) may be left at +inf (pruned by
+    bounding spheres); every pair below ``cutoff`` is exact. Within a pair, shapes whose
+    bounding-sphere lower bound cannot beat the best distance found so far are skipped
+    (branch and bound). Returns True when a collision was found.
     """
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
+    bcen, brad = rs.bound_center, rs.bound_radius
+    wbcen, wbrad = ws.bound_center, ws.bound_radius
     vstart, vcount, verts = rs.vstart, rs.vcount, rs.verts
     wkind, wparams, wpose = ws.kind, ws.params, ws.pose
     wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
@@ -380,6 +385,11 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, D, WA, WB, NN, 
     S = kind.shape[0]
     SP = np.empty((S, 4, 4))
     all_shape_poses(T, link_start, kind, local, SP)
+    cen = np.empty((L, 3))
+    for l in range(L):
+        for c in range(3):
+            cen[l, c] = (T[l, c, 0] * bcen[l, 0] + T[l, c, 1] * bcen[l, 1]
+                         + T[l, c, 2] * bcen[l, 2] + T[l, c, 3])
     wa = np.empty(3)
     wb = np.empty(3)
     n = np.empty(3)
@@ -390,7 +400,19 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, D, WA, WB, NN, 
             b = self_b[k]
             pad = self_pad[k]
             E[a, b] = True
+            dx = cen[a, 0] - cen[b, 0]
+            dy = cen[a, 1] - cen[b, 1]
+            dz = cen[a, 2] - cen[b, 2]
+            if np.sqrt(dx * dx + dy * dy + dz * dz) - brad[a] - brad[b] - pad >= cutoff:
+                continue
             for s in range(link_start[a], link_start[a + 1]):
+                if kind[s] == SPHERE:
+                    dx = SP[s, 0, 3] - cen[b, 0]
+                    dy = SP[s, 1, 3] - cen[b, 1]
+                    dz = SP[s, 2, 3] - cen[b, 2]
+                    lb = np.sqrt(dx * dx + dy * dy + dz * dz) - params[s, 0] - brad[b] - pad
+                    if lb >= D[a, b] or lb >= cutoff:
+                        continue
                 for t in range(link_start[b], link_start[b + 1]):
                     d = np.nan
                     if kind[s] == SPHERE:
@@ -427,7 +449,19 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, D, WA, WB, NN, 
                 pad = world_pad[l, o]
                 j = L + o
                 E[l, j] = True
+                dx = cen[l, 0] - wbcen[o, 0]
+                dy = cen[l, 1] - wbcen[o, 1]
+                dz = cen[l, 2] - wbcen[o, 2]
+                if np.sqrt(dx * dx + dy * dy + dz * dz) - brad[l] - wbrad[o] - pad >= cutoff:
+                    continue
                 for s in range(link_start[l], link_start[l + 1]):
+                    if kind[s] == SPHERE:
+                        dx = SP[s, 0, 3] - wbcen[o, 0]
+                        dy = SP[s, 1, 3] - wbcen[o, 1]
+                        dz = SP[s, 2, 3] - wbcen[o, 2]
+                        lb = np.sqrt(dx * dx + dy * dy + dz * dz) - params[s, 0] - wbrad[o] - pad
+                        if lb >= D[l, j] or lb >= cutoff:
+                            continue
                     d = np.nan
                     if kind[s] == SPHERE:
                         d = _sphere_exact(SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3], params[s, 0],
@@ -555,3 +589,65 @@ def packed_valid_batch(Q, F, I, check_self, out):  # type: ignore[no-untyped-def
     """:func:`config_valid_batch` on a packed scene."""
     kin, rs, ws, pr = unpack_scene(F, I)
     config_valid_batch(Q, kin, rs, ws, pr, check_self, out)
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def packed_pairs(q, F, I, exhaustive, do_self, cutoff):  # type: ignore[no-untyped-def]
+    """FK + :func:`evaluate_pairs` on a packed scene; returns ``(T, D, WA, WB, NN, E, hit)``."""
+    kin, rs, ws, pr = unpack_scene(F, I)
+    L = rs.link_start.shape[0] - 1
+    C = L + ws.kind.shape[0]
+    T = np.empty((L, 4, 4))
+    fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T)
+    D = np.full((L, C), np.inf)
+    WA = np.full((L, C, 3), np.inf)
+    WB = np.full((L, C, 3), np.inf)
+    NN = np.zeros((L, C, 3))
+    SA = np.full((L, C), -1, dtype=np.int64)
+    SB = np.full((L, C), -1, dtype=np.int64)
+    E = np.zeros((L, C), dtype=np.bool_)
+    hit = evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, True, cutoff, D, WA, WB, NN, SA, SB, E)
+    return T, D, WA, WB, NN, E, hit
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def matlab_matrices(D, WA, WB, E, L):  # type: ignore[no-untyped-def]
+    """Link-indexed pair results -> MATLAB layout (rows: bodies then base; columns: bodies,
+    base, world objects). Returns ``(separation, signed, witness, colliding)``."""
+    m = L - 1
+    W = D.shape[1] - L
+    R = m + 1
+    C = m + 1 + W
+    signed = np.full((R, C), np.inf)
+    sep = np.full((R, C), np.inf)
+    wit = np.full((R, C, 2, 3), np.inf)
+    coll = np.zeros((R, C), dtype=np.bool_)
+    for a in range(L):
+        ia = a - 1 if a > 0 else m
+        for j in range(D.shape[1]):
+            if not E[a, j] or not np.isfinite(D[a, j]):
+                continue
+            d = D[a, j]
+            c = d < 0.0
+            if j < L:
+                jb = j - 1 if j > 0 else m
+                signed[ia, jb] = d
+                signed[jb, ia] = d
+                sep[ia, jb] = np.nan if c else d
+                sep[jb, ia] = sep[ia, jb]
+                coll[ia, jb] = c
+                coll[jb, ia] = c
+                for k in range(3):
+                    wit[ia, jb, 0, k] = np.nan if c else WA[a, j, k]
+                    wit[ia, jb, 1, k] = np.nan if c else WB[a, j, k]
+                    wit[jb, ia, 0, k] = np.nan if c else WB[a, j, k]
+                    wit[jb, ia, 1, k] = np.nan if c else WA[a, j, k]
+            else:
+                jb = m + 1 + (j - L)
+                signed[ia, jb] = d
+                sep[ia, jb] = np.nan if c else d
+                coll[ia, jb] = c
+                for k in range(3):
+                    wit[ia, jb, 0, k] = np.nan if c else WA[a, j, k]
+                    wit[ia, jb, 1, k] = np.nan if c else WB[a, j, k]
+    return sep, signed, wit, coll

@@ -27,14 +27,14 @@ if TYPE_CHECKING:
     from .clearance import ClearanceTable
 
 from .check_kernels import (
-    evaluate_pairs,
+    matlab_matrices,
     motion_valid,
+    packed_pairs,
     pack_scene,
     packed_valid,
     packed_valid_batch,
 )
 from .errors import ConfigurationError
-from .kinematics import fk_into
 from .model import RobotModel
 from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arrays
 from .shapes import WorldObject
@@ -295,22 +295,15 @@ class CollisionChecker:
         world: Sequence[WorldObject] = (),
         exhaustive: bool = True,
         ignore_self: bool = False,
+        cutoff: float = float("inf"),
     ) -> PairDistances:
-        """Raw link-indexed distances for every evaluated pair (see :class:`PairDistances`)."""
+        """Raw link-indexed distances for every evaluated pair (see :class:`PairDistances`).
+
+        Pairs at or beyond ``cutoff`` (m, padded) may be reported as +inf (pruned)."""
         arr = self.robot.validate_configuration(q)
-        rs, ws, pr = self._prepare(world)
-        L = len(self.robot.link_names)
-        C = L + len(ws.kind)
-        T = np.empty((L, 4, 4))
-        fk_into(arr, *self.robot.kin, T)
-        D = np.full((L, C), np.inf)
-        WA = np.full((L, C, 3), np.inf)
-        WB = np.full((L, C, 3), np.inf)
-        NN = np.zeros((L, C, 3))
-        SA = np.full((L, C), -1, dtype=np.int64)
-        SB = np.full((L, C), -1, dtype=np.int64)
-        E = np.zeros((L, C), dtype=np.bool_)
-        hit = evaluate_pairs(T, rs, ws, pr, exhaustive, not ignore_self, True, D, WA, WB, NN, SA, SB, E)
+        self._prepare(world)
+        F, I = self._packed  # noqa: E741
+        T, D, WA, WB, NN, E, hit = packed_pairs(arr, F, I, exhaustive, not ignore_self, float(cutoff))
         return PairDistances(T, D, WA, WB, NN, E, bool(hit))
 
     def check(
@@ -324,47 +317,18 @@ class CollisionChecker:
         world = list(world)
         pdist = self.pair_distances(q, world, exhaustive, ignore_self)
         L = len(self.robot.link_names)
-        W = len(world)
         m = L - 1
-        # link-indexed -> MATLAB-indexed: bodies (links 1..m) then base (link 0)
-        perm = np.r_[np.arange(1, L), 0]
-        D, WA, WB, E = pdist.D, pdist.WA, pdist.WB, pdist.E
-        # mirror the self block (stored at a < b) to make it symmetric
-        Ds = D[:, :L].copy()
-        Es = E[:, :L].copy()
-        iu = np.triu_indices(L, 1)
-        Ds[iu[1], iu[0]] = Ds[iu]
-        Es[iu[1], iu[0]] = Es[iu]
-        WAs = WA[:, :L].copy()
-        WBs = WB[:, :L].copy()
-        WAs[iu[1], iu[0]] = WB[:, :L][iu]
-        WBs[iu[1], iu[0]] = WA[:, :L][iu]
-        signed = np.full((m + 1, m + 1 + W), np.inf)
-        evaluated = np.zeros((m + 1, m + 1 + W), dtype=bool)
-        wit = np.full((m + 1, m + 1 + W, 2, 3), np.inf)
-        signed[:, : m + 1] = Ds[np.ix_(perm, perm)]
-        evaluated[:, : m + 1] = Es[np.ix_(perm, perm)]
-        wit[:, : m + 1, 0] = WAs[np.ix_(perm, perm)]
-        wit[:, : m + 1, 1] = WBs[np.ix_(perm, perm)]
-        if W:
-            signed[:, m + 1 :] = D[perm, L:]
-            evaluated[:, m + 1 :] = E[perm, L:]
-            wit[:, m + 1 :, 0] = WA[perm, L:]
-            wit[:, m + 1 :, 1] = WB[perm, L:]
-        # evaluated pairs whose bodies have no shapes stay +inf (nothing to collide)
-        colliding = evaluated & (signed < 0.0)
-        sep = signed.copy()
-        sep[colliding] = np.nan
-        wit[colliding] = np.nan
+        sep, signed, wit, colliding = matlab_matrices(pdist.D, pdist.WA, pdist.WB, pdist.E, L)
         rows = self.row_names
         cols = rows + self._world_names
         pairs: list[tuple[str, str]] = []
-        for i, j in zip(*np.nonzero(colliding)):
-            if j <= m and j < i:
-                continue  # report each self pair once
-            pairs.append((rows[i], cols[j]))
-        self_col = bool(colliding[:, : m + 1].any())
-        world_col = bool(colliding[:, m + 1 :].any())
+        if pdist.collided:
+            for i, j in zip(*np.nonzero(colliding)):
+                if j <= m and j < i:
+                    continue  # report each self pair once
+                pairs.append((rows[i], cols[j]))
+        self_col = bool(pdist.collided and colliding[:, : m + 1].any())
+        world_col = bool(pdist.collided and colliding[:, m + 1 :].any())
         return CheckResult(self_col, world_col, sep, signed, wit, rows, cols, pairs)
 
     def signed_distance(

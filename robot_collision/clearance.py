@@ -129,7 +129,8 @@ def clearance_table(
     """Rows for every evaluated pair with padded signed distance below ``influence_distance``."""
     robot = checker.robot
     world = list(world)
-    pd = checker.pair_distances(q, world, exhaustive=True, ignore_self=ignore_self)
+    pd = checker.pair_distances(q, world, exhaustive=True, ignore_self=ignore_self,
+                              cutoff=influence_distance)
     L = len(robot.link_names)
     sel = pd.E & (pd.D < influence_distance)
     ii, jj = np.nonzero(sel)
