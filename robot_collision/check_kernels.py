@@ -579,9 +579,12 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def packed_valid(q, F, I, check_self):  # type: ignore[no-untyped-def]
-    """:func:`config_valid` on a packed scene."""
+    """:func:`config_valid` on a packed scene: 1 valid, 0 in collision, -1 non-finite ``q``."""
+    for j in range(q.shape[0]):
+        if not np.isfinite(q[j]):
+            return -1
     kin, rs, ws, pr = unpack_scene(F, I)
-    return config_valid(q, kin, rs, ws, pr, check_self)
+    return 1 if config_valid(q, kin, rs, ws, pr, check_self) else 0
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)

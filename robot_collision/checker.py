@@ -249,10 +249,20 @@ class CollisionChecker:
     def is_valid(self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False) -> bool:
         """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
         ``world``."""
-        arr = self.robot.validate_configuration(q)
-        self._prepare(world)
+        n = self.robot.num_joints
+        if type(q) is np.ndarray and q.shape == (n,) and q.dtype == np.float64 and q.flags.c_contiguous:
+            arr = q  # fast path: finiteness is checked in compiled code
+        else:
+            arr = self.robot.validate_configuration(q)
+        if world or self._world_key != ():
+            self._prepare(world)
+        elif self._version != self.robot.geometry_version:
+            self._prepare(world)
         F, I = self._packed  # noqa: E741
-        return bool(packed_valid(arr, F, I, not ignore_self))
+        code = packed_valid(arr, F, I, not ignore_self)
+        if code < 0:
+            self.robot.validate_configuration(arr)  # raises with the offending joints named
+        return bool(code)
 
     def is_valid_batch(
         self, Q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
