@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
+import mbm
 import numpy as np
 
-import mbm
 from robot_collision import CollisionChecker
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent))
 
 
 def available() -> list[str]:
-    return sorted(p.stem[len("bench_"):] for p in HERE.glob("bench_*.py"))
+    return sorted(p.stem[len("bench_") :] for p in HERE.glob("bench_*.py"))
 
 
 def main(argv: list[str] | None = None) -> int:

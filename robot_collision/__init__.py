@@ -79,7 +79,7 @@ def data_path(*parts: str) -> Path:
         from ament_index_python.packages import get_package_share_directory  # type: ignore[import-not-found,unused-ignore]
 
         return Path(get_package_share_directory("robot_collision")).joinpath(*parts)
-    except Exception:  # noqa: BLE001 - ament index absent or package not installed
+    except Exception:
         return here.parent.joinpath(*parts)
 
 

@@ -77,26 +77,44 @@ def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, 
     """Overlap of shape ``s`` with shape ``o`` through the GJK/EPA kernel (off the fast path)."""
     _full_sphere_pose(ks, SP, s)
     _full_sphere_pose(ko, P, o)
-    d = shape_distance(ks[s], ps[s], SP[s], vsrc[vs0[s] : vs0[s] + vs1[s]], ko[o], po[o], P[o],
-                       vosrc[vo0[o] : vo0[o] + vo1[o]], buf[0], buf[1], buf[2])
+    d = shape_distance(
+        ks[s],
+        ps[s],
+        SP[s],
+        vsrc[vs0[s] : vs0[s] + vs1[s]],
+        ko[o],
+        po[o],
+        P[o],
+        vosrc[vo0[o] : vo0[o] + vo1[o]],
+        buf[0],
+        buf[1],
+        buf[2],
+    )
     return d < pad
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def all_shape_poses(T, link_start, kind, local, SP):  # type: ignore[no-untyped-def]
-    """Base-frame poses of every robot shape into ``SP`` (S, 4, 4); spheres get their centre only."""
+    """Base-frame poses of every robot shape into ``SP`` (S, 4, 4); spheres: centre only."""
     L = link_start.shape[0] - 1
     for l in range(L):
         for s in range(link_start[l], link_start[l + 1]):
             if kind[s] == SPHERE:
                 for a in range(3):
-                    SP[s, a, 3] = (T[l, a, 0] * local[s, 0, 3] + T[l, a, 1] * local[s, 1, 3]
-                                   + T[l, a, 2] * local[s, 2, 3] + T[l, a, 3])
+                    SP[s, a, 3] = (
+                        T[l, a, 0] * local[s, 0, 3]
+                        + T[l, a, 1] * local[s, 1, 3]
+                        + T[l, a, 2] * local[s, 2, 3]
+                        + T[l, a, 3]
+                    )
                 continue
             for a in range(3):
                 for b in range(4):
-                    acc = (T[l, a, 0] * local[s, 0, b] + T[l, a, 1] * local[s, 1, b]
-                           + T[l, a, 2] * local[s, 2, b])
+                    acc = (
+                        T[l, a, 0] * local[s, 0, b]
+                        + T[l, a, 1] * local[s, 1, b]
+                        + T[l, a, 2] * local[s, 2, b]
+                    )
                     if b == 3:
                         acc += T[l, a, 3]
                     SP[s, a, b] = acc
@@ -128,8 +146,12 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     cen = buf[3:]  # link bounding-sphere centres, base frame
     for l in range(L):
         for a in range(3):
-            cen[l, a] = (T[l, a, 0] * bcen[l, 0] + T[l, a, 1] * bcen[l, 1]
-                         + T[l, a, 2] * bcen[l, 2] + T[l, a, 3])
+            cen[l, a] = (
+                T[l, a, 0] * bcen[l, 0]
+                + T[l, a, 1] * bcen[l, 1]
+                + T[l, a, 2] * bcen[l, 2]
+                + T[l, a, 3]
+            )
     # environment
     W = wkind.shape[0]
     for l in range(L):
@@ -146,18 +168,49 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                 continue
             for s in range(link_start[l], link_start[l + 1]):
                 if kind[s] == SPHERE:
-                    h = _sphere_hits(SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3], params[s, 0] + pad,
-                                     wkind[o], wparams, wpose, o)
+                    h = _sphere_hits(
+                        SP[s, 0, 3],
+                        SP[s, 1, 3],
+                        SP[s, 2, 3],
+                        params[s, 0] + pad,
+                        wkind[o],
+                        wparams,
+                        wpose,
+                        o,
+                    )
                 elif wkind[o] == SPHERE:
-                    h = _sphere_hits(wpose[o, 0, 3], wpose[o, 1, 3], wpose[o, 2, 3],
-                                     wparams[o, 0] + pad, kind[s], params, SP, s)
+                    h = _sphere_hits(
+                        wpose[o, 0, 3],
+                        wpose[o, 1, 3],
+                        wpose[o, 2, 3],
+                        wparams[o, 0] + pad,
+                        kind[s],
+                        params,
+                        SP,
+                        s,
+                    )
                 else:
                     h = -1
                 if h == 1:
                     return False
-                if h < 0 and _general_overlap(kind, params, SP, vstart, vcount, verts, s, wkind,
-                                              wparams, wpose, wvstart, wvcount, wverts, o, pad,
-                                              buf):
+                if h < 0 and _general_overlap(
+                    kind,
+                    params,
+                    SP,
+                    vstart,
+                    vcount,
+                    verts,
+                    s,
+                    wkind,
+                    wparams,
+                    wpose,
+                    wvstart,
+                    wvcount,
+                    wverts,
+                    o,
+                    pad,
+                    buf,
+                ):
                     return False
     if not check_self:
         return True
@@ -183,17 +236,49 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                     continue
             for t in range(link_start[b], link_start[b + 1]):
                 if kind[s] == SPHERE:
-                    h = _sphere_hits(SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3], params[s, 0] + pad,
-                                     kind[t], params, SP, t)
+                    h = _sphere_hits(
+                        SP[s, 0, 3],
+                        SP[s, 1, 3],
+                        SP[s, 2, 3],
+                        params[s, 0] + pad,
+                        kind[t],
+                        params,
+                        SP,
+                        t,
+                    )
                 elif kind[t] == SPHERE:
-                    h = _sphere_hits(SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3], params[t, 0] + pad,
-                                     kind[s], params, SP, s)
+                    h = _sphere_hits(
+                        SP[t, 0, 3],
+                        SP[t, 1, 3],
+                        SP[t, 2, 3],
+                        params[t, 0] + pad,
+                        kind[s],
+                        params,
+                        SP,
+                        s,
+                    )
                 else:
                     h = -1
                 if h == 1:
                     return False
-                if h < 0 and _general_overlap(kind, params, SP, vstart, vcount, verts, s, kind,
-                                              params, SP, vstart, vcount, verts, t, pad, buf):
+                if h < 0 and _general_overlap(
+                    kind,
+                    params,
+                    SP,
+                    vstart,
+                    vcount,
+                    verts,
+                    s,
+                    kind,
+                    params,
+                    SP,
+                    vstart,
+                    vcount,
+                    verts,
+                    t,
+                    pad,
+                    buf,
+                ):
                     return False
     return True
 
@@ -225,8 +310,17 @@ def config_valid_batch(Q, kin, rs, ws, pr, check_self, out):  # type: ignore[no-
         lo = c * N // nchunks
         hi = (c + 1) * N // nchunks
         for k in range(lo, hi):
-            fk_into(Q[k], kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale,
-                    kin.offset, T)
+            fk_into(
+                Q[k],
+                kin.parent,
+                kin.jtype,
+                kin.origin,
+                kin.axis,
+                kin.qidx,
+                kin.scale,
+                kin.offset,
+                T,
+            )
             out[k] = _valid_at(T, rs, ws, pr, SP, ready, check_self, buf)
 
 
@@ -254,8 +348,17 @@ def motion_valid(q0, q1, steps, kin, rs, ws, pr, check_self, T, SP, ready, buf):
                 t = k / steps
                 for j in range(n):
                     q[j] = q0[j] + (q1[j] - q0[j]) * t
-                fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale,
-                        kin.offset, T)
+                fk_into(
+                    q,
+                    kin.parent,
+                    kin.jtype,
+                    kin.origin,
+                    kin.axis,
+                    kin.qidx,
+                    kin.scale,
+                    kin.offset,
+                    T,
+                )
                 if not _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
                     return False
             k += half
@@ -268,8 +371,19 @@ def _pair_distance(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, o,
     """General signed distance of shape ``s`` to shape ``o`` (GJK/EPA kernel)."""
     _full_sphere_pose(ks, SP, s)
     _full_sphere_pose(ko, P, o)
-    return shape_distance(ks[s], ps[s], SP[s], vsrc[vs0[s] : vs0[s] + vs1[s]], ko[o], po[o], P[o],
-                          vosrc[vo0[o] : vo0[o] + vo1[o]], wa, wb, n)
+    return shape_distance(
+        ks[s],
+        ps[s],
+        SP[s],
+        vsrc[vs0[s] : vs0[s] + vs1[s]],
+        ko[o],
+        po[o],
+        P[o],
+        vosrc[vo0[o] : vo0[o] + vo1[o]],
+        wa,
+        wb,
+        n,
+    )
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -280,7 +394,7 @@ def _sphere_exact(cx, cy, cz, r, ko, po, P, o, wa, wb, n):  # type: ignore[no-un
     dx = P[o, 0, 3] - cx
     dy = P[o, 1, 3] - cy
     dz = P[o, 2, 3] - cz
-    if ko == SPHERE or ko == CAPSULE:
+    if ko == SPHERE or ko == CAPSULE:  # noqa: SIM109 - numba-friendly
         rb = po[o, 0]
         if ko == CAPSULE:
             h = po[o, 1]
@@ -388,8 +502,12 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
     cen = np.empty((L, 3))
     for l in range(L):
         for c in range(3):
-            cen[l, c] = (T[l, c, 0] * bcen[l, 0] + T[l, c, 1] * bcen[l, 1]
-                         + T[l, c, 2] * bcen[l, 2] + T[l, c, 3])
+            cen[l, c] = (
+                T[l, c, 0] * bcen[l, 0]
+                + T[l, c, 1] * bcen[l, 1]
+                + T[l, c, 2] * bcen[l, 2]
+                + T[l, c, 3]
+            )
     wa = np.empty(3)
     wb = np.empty(3)
     n = np.empty(3)
@@ -416,17 +534,56 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
                 for t in range(link_start[b], link_start[b + 1]):
                     d = np.nan
                     if kind[s] == SPHERE:
-                        d = _sphere_exact(SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3], params[s, 0],
-                                          kind[t], params, SP, t, wa, wb, n)
+                        d = _sphere_exact(
+                            SP[s, 0, 3],
+                            SP[s, 1, 3],
+                            SP[s, 2, 3],
+                            params[s, 0],
+                            kind[t],
+                            params,
+                            SP,
+                            t,
+                            wa,
+                            wb,
+                            n,
+                        )
                     elif kind[t] == SPHERE:
-                        d = _sphere_exact(SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3], params[t, 0],
-                                          kind[s], params, SP, s, wb, wa, n)
+                        d = _sphere_exact(
+                            SP[t, 0, 3],
+                            SP[t, 1, 3],
+                            SP[t, 2, 3],
+                            params[t, 0],
+                            kind[s],
+                            params,
+                            SP,
+                            s,
+                            wb,
+                            wa,
+                            n,
+                        )
                         n[0] = -n[0]
                         n[1] = -n[1]
                         n[2] = -n[2]
                     if np.isnan(d):
-                        d = _pair_distance(kind, params, SP, vstart, vcount, verts, s, kind,
-                                           params, SP, vstart, vcount, verts, t, wa, wb, n)
+                        d = _pair_distance(
+                            kind,
+                            params,
+                            SP,
+                            vstart,
+                            vcount,
+                            verts,
+                            s,
+                            kind,
+                            params,
+                            SP,
+                            vstart,
+                            vcount,
+                            verts,
+                            t,
+                            wa,
+                            wb,
+                            n,
+                        )
                     d -= pad
                     if d < D[a, b]:
                         D[a, b] = d
@@ -464,17 +621,56 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
                             continue
                     d = np.nan
                     if kind[s] == SPHERE:
-                        d = _sphere_exact(SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3], params[s, 0],
-                                          wkind[o], wparams, wpose, o, wa, wb, n)
+                        d = _sphere_exact(
+                            SP[s, 0, 3],
+                            SP[s, 1, 3],
+                            SP[s, 2, 3],
+                            params[s, 0],
+                            wkind[o],
+                            wparams,
+                            wpose,
+                            o,
+                            wa,
+                            wb,
+                            n,
+                        )
                     elif wkind[o] == SPHERE:
-                        d = _sphere_exact(wpose[o, 0, 3], wpose[o, 1, 3], wpose[o, 2, 3],
-                                          wparams[o, 0], kind[s], params, SP, s, wb, wa, n)
+                        d = _sphere_exact(
+                            wpose[o, 0, 3],
+                            wpose[o, 1, 3],
+                            wpose[o, 2, 3],
+                            wparams[o, 0],
+                            kind[s],
+                            params,
+                            SP,
+                            s,
+                            wb,
+                            wa,
+                            n,
+                        )
                         n[0] = -n[0]
                         n[1] = -n[1]
                         n[2] = -n[2]
                     if np.isnan(d):
-                        d = _pair_distance(kind, params, SP, vstart, vcount, verts, s, wkind,
-                                           wparams, wpose, wvstart, wvcount, wverts, o, wa, wb, n)
+                        d = _pair_distance(
+                            kind,
+                            params,
+                            SP,
+                            vstart,
+                            vcount,
+                            verts,
+                            s,
+                            wkind,
+                            wparams,
+                            wpose,
+                            wvstart,
+                            wvcount,
+                            wverts,
+                            o,
+                            wa,
+                            wb,
+                            n,
+                        )
                     d -= pad
                     if d < D[l, j]:
                         D[l, j] = d
@@ -497,13 +693,35 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
 # ------------------------------------------------------------------------------------------
 _FIELDS = (
     # (tuple index, field index, ndim, is_int)
-    (0, 0, 1, True), (0, 1, 1, True), (0, 2, 3, False), (0, 3, 2, False), (0, 4, 1, True),
-    (0, 5, 1, False), (0, 6, 1, False),
-    (1, 0, 1, True), (1, 1, 1, True), (1, 2, 2, False), (1, 3, 3, False), (1, 4, 1, True),
-    (1, 5, 1, True), (1, 6, 2, False), (1, 7, 1, True), (1, 8, 2, False), (1, 9, 1, False),
-    (2, 0, 1, True), (2, 1, 2, False), (2, 2, 3, False), (2, 3, 1, True), (2, 4, 1, True),
-    (2, 5, 2, False), (2, 6, 2, False), (2, 7, 1, False),
-    (3, 0, 1, True), (3, 1, 1, True), (3, 2, 1, False), (3, 3, 2, False),
+    (0, 0, 1, True),
+    (0, 1, 1, True),
+    (0, 2, 3, False),
+    (0, 3, 2, False),
+    (0, 4, 1, True),
+    (0, 5, 1, False),
+    (0, 6, 1, False),
+    (1, 0, 1, True),
+    (1, 1, 1, True),
+    (1, 2, 2, False),
+    (1, 3, 3, False),
+    (1, 4, 1, True),
+    (1, 5, 1, True),
+    (1, 6, 2, False),
+    (1, 7, 1, True),
+    (1, 8, 2, False),
+    (1, 9, 1, False),
+    (2, 0, 1, True),
+    (2, 1, 2, False),
+    (2, 2, 3, False),
+    (2, 3, 1, True),
+    (2, 4, 1, True),
+    (2, 5, 2, False),
+    (2, 6, 2, False),
+    (2, 7, 1, False),
+    (3, 0, 1, True),
+    (3, 1, 1, True),
+    (3, 2, 1, False),
+    (3, 3, 2, False),
 )
 _HEADER = 4 * len(_FIELDS)
 
@@ -531,7 +749,7 @@ def pack_scene(kin, rs, ws, pr):  # type: ignore[no-untyped-def]
             foff += arr.size
         header[4 * k + 1 : 4 * k + 4] = dims
     F = np.ascontiguousarray(np.concatenate(fl)) if fl else np.zeros(0)
-    I = np.ascontiguousarray(np.concatenate([header] + il))  # noqa: E741
+    I = np.ascontiguousarray(np.concatenate([header, *il]))
     return F, I
 
 
@@ -567,12 +785,31 @@ def _f3(F, I, k):  # type: ignore[no-untyped-def]
 @njit(cache=True)
 def unpack_scene(F, I):  # type: ignore[no-untyped-def]
     """Inverse of :func:`pack_scene` inside compiled code: ``(kin, rs, ws, pr)``."""
-    kin = KinematicArrays(_i1(I, 0), _i1(I, 1), _f3(F, I, 2), _f2(F, I, 3), _i1(I, 4),
-                          _f1(F, I, 5), _f1(F, I, 6))
-    rs = RobotArrays(_i1(I, 7), _i1(I, 8), _f2(F, I, 9), _f3(F, I, 10), _i1(I, 11), _i1(I, 12),
-                     _f2(F, I, 13), _i1(I, 14), _f2(F, I, 15), _f1(F, I, 16))
-    ws = WorldArrays(_i1(I, 17), _f2(F, I, 18), _f3(F, I, 19), _i1(I, 20), _i1(I, 21),
-                     _f2(F, I, 22), _f2(F, I, 23), _f1(F, I, 24))
+    kin = KinematicArrays(
+        _i1(I, 0), _i1(I, 1), _f3(F, I, 2), _f2(F, I, 3), _i1(I, 4), _f1(F, I, 5), _f1(F, I, 6)
+    )
+    rs = RobotArrays(
+        _i1(I, 7),
+        _i1(I, 8),
+        _f2(F, I, 9),
+        _f3(F, I, 10),
+        _i1(I, 11),
+        _i1(I, 12),
+        _f2(F, I, 13),
+        _i1(I, 14),
+        _f2(F, I, 15),
+        _f1(F, I, 16),
+    )
+    ws = WorldArrays(
+        _i1(I, 17),
+        _f2(F, I, 18),
+        _f3(F, I, 19),
+        _i1(I, 20),
+        _i1(I, 21),
+        _f2(F, I, 22),
+        _f2(F, I, 23),
+        _f1(F, I, 24),
+    )
     pr = PairArrays(_i1(I, 25), _i1(I, 26), _f1(F, I, 27), _f2(F, I, 28))
     return kin, rs, ws, pr
 

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 from .check_kernels import (
     matlab_matrices,
     motion_valid,
-    packed_pairs,
     pack_scene,
+    packed_pairs,
     packed_valid,
     packed_valid_batch,
 )
@@ -161,7 +161,8 @@ class CollisionChecker:
                     off(i - 1, i)
             else:
                 raise ConfigurationError(
-                    f"skip must be 'parent', 'adjacent' or a list of (body, body) pairs, got {skip!r}"
+                    "skip must be 'parent', 'adjacent' or a list of (body, body) pairs, "
+                    f"got {skip!r}"
                 )
         else:
             for pair in skip:
@@ -186,7 +187,7 @@ class CollisionChecker:
         names = self.robot.link_names
         L = len(names)
         # MATLAB row-major order over (bodies..., base) x (bodies..., base)
-        order = list(range(1, L)) + [0]
+        order = [*range(1, L), 0]
         sa, sb, sp = [], [], []
         seen = set()
         for i in order:
@@ -208,7 +209,9 @@ class CollisionChecker:
         self._world_key = None
         self._pairs = None
 
-    def _prepare(self, world: Union[Sequence[WorldObject], None]) -> tuple[RobotArrays, WorldArrays, PairArrays]:
+    def _prepare(
+        self, world: Union[Sequence[WorldObject], None]
+    ) -> tuple[RobotArrays, WorldArrays, PairArrays]:
         self._refresh()
         objs = list(world) if world is not None else []
         key = tuple(id(o) for o in objs)
@@ -236,7 +239,7 @@ class CollisionChecker:
     # ------------------------------------------------------------------ names
     @property
     def row_names(self) -> list[str]:
-        return self.robot.body_names + [self.robot.base_name]
+        return [*self.robot.body_names, self.robot.base_name]
 
     def column_names(self, world: Sequence[WorldObject] = ()) -> list[str]:
         return self.row_names + [o.name or f"object{k}" for k, o in enumerate(world)]
@@ -246,19 +249,24 @@ class CollisionChecker:
         return bool(self._enabled[self.robot.link_index(a), self.robot.link_index(b)])
 
     # ------------------------------------------------------------------ boolean checks
-    def is_valid(self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False) -> bool:
+    def is_valid(
+        self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> bool:
         """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
         ``world``."""
         n = self.robot.num_joints
-        if type(q) is np.ndarray and q.shape == (n,) and q.dtype == np.float64 and q.flags.c_contiguous:
+        if (
+            type(q) is np.ndarray
+            and q.shape == (n,)
+            and q.dtype == np.float64
+            and q.flags.c_contiguous
+        ):
             arr = q  # fast path: finiteness is checked in compiled code
         else:
             arr = self.robot.validate_configuration(q)
-        if world or self._world_key != ():
+        if world or self._world_key != () or self._version != self.robot.geometry_version:
             self._prepare(world)
-        elif self._version != self.robot.geometry_version:
-            self._prepare(world)
-        F, I = self._packed  # noqa: E741
+        F, I = self._packed
         code = packed_valid(arr, F, I, not ignore_self)
         if code < 0:
             self.robot.validate_configuration(arr)  # raises with the offending joints named
@@ -270,7 +278,7 @@ class CollisionChecker:
         """(N,) bool, True = collision-free, for a batch of configurations ``Q`` (N, n)."""
         arr = self.robot.validate_batch(Q)
         self._prepare(world)
-        F, I = self._packed  # noqa: E741
+        F, I = self._packed
         out = np.empty(arr.shape[0], dtype=np.bool_)
         if arr.shape[0]:
             packed_valid_batch(arr, F, I, not ignore_self, out)
@@ -293,9 +301,20 @@ class CollisionChecker:
         steps = max(1, int(np.ceil(np.linalg.norm(b - a) / resolution)))
         L = len(self.robot.link_names)
         return bool(
-            motion_valid(a, b, steps, self.robot.kin, rs, ws, pr, not ignore_self,
-                         np.empty((L, 4, 4)), np.empty((len(rs.kind), 4, 4)),
-                         np.zeros(L, dtype=np.bool_), np.empty((L + 3, 3)))
+            motion_valid(
+                a,
+                b,
+                steps,
+                self.robot.kin,
+                rs,
+                ws,
+                pr,
+                not ignore_self,
+                np.empty((L, 4, 4)),
+                np.empty((len(rs.kind), 4, 4)),
+                np.zeros(L, dtype=np.bool_),
+                np.empty((L + 3, 3)),
+            )
         )
 
     # ------------------------------------------------------------------ distances
@@ -312,8 +331,10 @@ class CollisionChecker:
         Pairs at or beyond ``cutoff`` (m, padded) may be reported as +inf (pruned)."""
         arr = self.robot.validate_configuration(q)
         self._prepare(world)
-        F, I = self._packed  # noqa: E741
-        T, D, WA, WB, NN, E, hit = packed_pairs(arr, F, I, exhaustive, not ignore_self, float(cutoff))
+        F, I = self._packed
+        T, D, WA, WB, NN, E, hit = packed_pairs(
+            arr, F, I, exhaustive, not ignore_self, float(cutoff)
+        )
         return PairDistances(T, D, WA, WB, NN, E, bool(hit))
 
     def check(
@@ -347,7 +368,9 @@ class CollisionChecker:
         """Exhaustive (m+1, m+1+w) padded signed-distance matrix (negative = penetration)."""
         return self.check(q, world, exhaustive=True, ignore_self=ignore_self).signed
 
-    def min_distance(self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False) -> float:
+    def min_distance(
+        self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> float:
         """Smallest padded signed distance over every evaluated pair (inf when none)."""
         d = self.pair_distances(q, world, True, ignore_self).D
         return float(d.min()) if d.size else float("inf")
@@ -369,8 +392,9 @@ class CollisionChecker:
 
         return clearance_table(self, q, world, influence_distance, ignore_self)
 
-    def compiled(self, world: Sequence[WorldObject] = ()) -> tuple[object, RobotArrays, WorldArrays, PairArrays]:
+    def compiled(
+        self, world: Sequence[WorldObject] = ()
+    ) -> tuple[object, RobotArrays, WorldArrays, PairArrays]:
         """``(kin, rs, ws, pr)`` tuples for calling the compiled kernels directly."""
         rs, ws, pr = self._prepare(world)
         return self.robot.kin, rs, ws, pr
-

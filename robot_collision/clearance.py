@@ -98,8 +98,10 @@ class ClearanceTable:
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
-def clearance_jacobians(T, robot_link, other_link, w_robot, w_other, normal, parent, jtype, axis, qidx, scale, n_joints):  # type: ignore[no-untyped-def]
-    """Rows ``nᵀ (J_O(p_O) − J_R(p_R))`` (R, n) for link-indexed pairs; ``other_link < 0`` = world."""
+def clearance_jacobians(  # type: ignore[no-untyped-def]
+    T, robot_link, other_link, w_robot, w_other, normal, parent, jtype, axis, qidx, scale, n_joints
+):
+    """Rows ``nᵀ (J_O(p_O) − J_R(p_R))`` (R, n); ``other_link < 0`` means a world object."""
     R = robot_link.shape[0]
     out = np.zeros((R, n_joints))
     Jr = np.zeros((3, n_joints))
@@ -109,7 +111,9 @@ def clearance_jacobians(T, robot_link, other_link, w_robot, w_other, normal, par
         Jo[:, :] = 0.0
         point_jacobian_into(T, robot_link[r], w_robot[r], parent, jtype, axis, qidx, scale, 1.0, Jr)
         if other_link[r] >= 0:
-            point_jacobian_into(T, other_link[r], w_other[r], parent, jtype, axis, qidx, scale, 1.0, Jo)
+            point_jacobian_into(
+                T, other_link[r], w_other[r], parent, jtype, axis, qidx, scale, 1.0, Jo
+            )
         for c in range(n_joints):
             out[r, c] = (
                 normal[r, 0] * (Jo[0, c] - Jr[0, c])
@@ -129,10 +133,11 @@ def clearance_table(
     """Rows for every evaluated pair with padded signed distance below ``influence_distance``."""
     robot = checker.robot
     world = list(world)
-    pd = checker.pair_distances(q, world, exhaustive=True, ignore_self=ignore_self,
-                              cutoff=influence_distance)
+    pd = checker.pair_distances(
+        q, world, exhaustive=True, ignore_self=ignore_self, cutoff=influence_distance
+    )
     L = len(robot.link_names)
-    sel = pd.E & (pd.D < influence_distance)
+    sel = pd.E & (influence_distance > pd.D)
     ii, jj = np.nonzero(sel)
     is_self = jj < L
     # self pairs are stored at [a, b] with a < b: the deeper link b is the robot body
@@ -144,8 +149,20 @@ def clearance_table(
     w_other = np.ascontiguousarray(np.where(s3, wa, wb))
     normal = np.ascontiguousarray(np.where(s3, -nn, nn))
     k = robot.kin
-    J = clearance_jacobians(pd.T, r_link, o_link, w_robot, w_other, normal, k.parent, k.jtype,
-                            k.axis, k.qidx, k.scale, robot.num_joints)
+    J = clearance_jacobians(
+        pd.T,
+        r_link,
+        o_link,
+        w_robot,
+        w_other,
+        normal,
+        k.parent,
+        k.jtype,
+        k.axis,
+        k.qidx,
+        k.scale,
+        robot.num_joints,
+    )
     names = robot.link_names
     wnames = checker.world_names
     return ClearanceTable(

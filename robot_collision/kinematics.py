@@ -57,21 +57,69 @@ def fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, out):  # type: 
     for i in range(1, L):
         p = parent[i]
         # A = out[p] @ origin[i]  (rigid: only the top 3 rows are computed)
-        a00 = out[p, 0, 0] * origin[i, 0, 0] + out[p, 0, 1] * origin[i, 1, 0] + out[p, 0, 2] * origin[i, 2, 0]
-        a01 = out[p, 0, 0] * origin[i, 0, 1] + out[p, 0, 1] * origin[i, 1, 1] + out[p, 0, 2] * origin[i, 2, 1]
-        a02 = out[p, 0, 0] * origin[i, 0, 2] + out[p, 0, 1] * origin[i, 1, 2] + out[p, 0, 2] * origin[i, 2, 2]
-        a03 = (out[p, 0, 0] * origin[i, 0, 3] + out[p, 0, 1] * origin[i, 1, 3]
-               + out[p, 0, 2] * origin[i, 2, 3] + out[p, 0, 3])
-        a10 = out[p, 1, 0] * origin[i, 0, 0] + out[p, 1, 1] * origin[i, 1, 0] + out[p, 1, 2] * origin[i, 2, 0]
-        a11 = out[p, 1, 0] * origin[i, 0, 1] + out[p, 1, 1] * origin[i, 1, 1] + out[p, 1, 2] * origin[i, 2, 1]
-        a12 = out[p, 1, 0] * origin[i, 0, 2] + out[p, 1, 1] * origin[i, 1, 2] + out[p, 1, 2] * origin[i, 2, 2]
-        a13 = (out[p, 1, 0] * origin[i, 0, 3] + out[p, 1, 1] * origin[i, 1, 3]
-               + out[p, 1, 2] * origin[i, 2, 3] + out[p, 1, 3])
-        a20 = out[p, 2, 0] * origin[i, 0, 0] + out[p, 2, 1] * origin[i, 1, 0] + out[p, 2, 2] * origin[i, 2, 0]
-        a21 = out[p, 2, 0] * origin[i, 0, 1] + out[p, 2, 1] * origin[i, 1, 1] + out[p, 2, 2] * origin[i, 2, 1]
-        a22 = out[p, 2, 0] * origin[i, 0, 2] + out[p, 2, 1] * origin[i, 1, 2] + out[p, 2, 2] * origin[i, 2, 2]
-        a23 = (out[p, 2, 0] * origin[i, 0, 3] + out[p, 2, 1] * origin[i, 1, 3]
-               + out[p, 2, 2] * origin[i, 2, 3] + out[p, 2, 3])
+        a00 = (
+            out[p, 0, 0] * origin[i, 0, 0]
+            + out[p, 0, 1] * origin[i, 1, 0]
+            + out[p, 0, 2] * origin[i, 2, 0]
+        )
+        a01 = (
+            out[p, 0, 0] * origin[i, 0, 1]
+            + out[p, 0, 1] * origin[i, 1, 1]
+            + out[p, 0, 2] * origin[i, 2, 1]
+        )
+        a02 = (
+            out[p, 0, 0] * origin[i, 0, 2]
+            + out[p, 0, 1] * origin[i, 1, 2]
+            + out[p, 0, 2] * origin[i, 2, 2]
+        )
+        a03 = (
+            out[p, 0, 0] * origin[i, 0, 3]
+            + out[p, 0, 1] * origin[i, 1, 3]
+            + out[p, 0, 2] * origin[i, 2, 3]
+            + out[p, 0, 3]
+        )
+        a10 = (
+            out[p, 1, 0] * origin[i, 0, 0]
+            + out[p, 1, 1] * origin[i, 1, 0]
+            + out[p, 1, 2] * origin[i, 2, 0]
+        )
+        a11 = (
+            out[p, 1, 0] * origin[i, 0, 1]
+            + out[p, 1, 1] * origin[i, 1, 1]
+            + out[p, 1, 2] * origin[i, 2, 1]
+        )
+        a12 = (
+            out[p, 1, 0] * origin[i, 0, 2]
+            + out[p, 1, 1] * origin[i, 1, 2]
+            + out[p, 1, 2] * origin[i, 2, 2]
+        )
+        a13 = (
+            out[p, 1, 0] * origin[i, 0, 3]
+            + out[p, 1, 1] * origin[i, 1, 3]
+            + out[p, 1, 2] * origin[i, 2, 3]
+            + out[p, 1, 3]
+        )
+        a20 = (
+            out[p, 2, 0] * origin[i, 0, 0]
+            + out[p, 2, 1] * origin[i, 1, 0]
+            + out[p, 2, 2] * origin[i, 2, 0]
+        )
+        a21 = (
+            out[p, 2, 0] * origin[i, 0, 1]
+            + out[p, 2, 1] * origin[i, 1, 1]
+            + out[p, 2, 2] * origin[i, 2, 1]
+        )
+        a22 = (
+            out[p, 2, 0] * origin[i, 0, 2]
+            + out[p, 2, 1] * origin[i, 1, 2]
+            + out[p, 2, 2] * origin[i, 2, 2]
+        )
+        a23 = (
+            out[p, 2, 0] * origin[i, 0, 3]
+            + out[p, 2, 1] * origin[i, 1, 3]
+            + out[p, 2, 2] * origin[i, 2, 3]
+            + out[p, 2, 3]
+        )
         t = jtype[i]
         if t == REVOLUTE:
             v = scale[i] * q[qidx[i]] + offset[i]

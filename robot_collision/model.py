@@ -11,7 +11,7 @@ m for prismatic ones; poses are (4, 4) in the base (root link) frame.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -19,7 +19,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import ConfigurationError, ModelError, ShapeError, SRDFError, UnknownNameError
-from .kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicArrays, fk_into, forward_kinematics_batch
+from .kinematics import (
+    PRISMATIC,
+    REVOLUTE,
+    KinematicArrays,
+    fk_into,
+    forward_kinematics_batch,
+)
 from .shapes import Shape
 from .urdf import PackageDirs, SRDFDescription, URDFDescription, parse_srdf, parse_urdf
 
@@ -49,7 +55,9 @@ class JointInfo:
 class RobotModel:
     """Rigid-body tree with collision geometry. Build with :meth:`from_urdf`."""
 
-    def __init__(self, description: URDFDescription, srdf: Optional[SRDFDescription] = None) -> None:
+    def __init__(
+        self, description: URDFDescription, srdf: Optional[SRDFDescription] = None
+    ) -> None:
         self.name = description.name
         self._build_tree(description)
         self.srdf = srdf
@@ -172,13 +180,15 @@ class RobotModel:
             if depth > 20:
                 raise SRDFError(f"SRDF group {g!r} includes itself")
             names: list[str] = [j for j in srdf.groups.get(g, [])]
-            for link in srdf.group_links.get(g, []):
-                if link in self.link_joint:
-                    names.append(self.link_joint[link])
+            for lname in srdf.group_links.get(g, []):
+                if lname in self.link_joint:
+                    names.append(self.link_joint[lname])
             for base, tip in srdf.group_chains.get(g, []):
                 if base not in self._link_index or tip not in self._link_index:
-                    raise SRDFError(f"SRDF group {g!r} chain names unknown link {base!r} or {tip!r}")
-                link = tip
+                    raise SRDFError(
+                        f"SRDF group {g!r} chain names unknown link {base!r} or {tip!r}"
+                    )
+                link: Optional[str] = tip
                 chain: list[str] = []
                 while link is not None and link != base:
                     if link in self.link_joint:
@@ -225,12 +235,16 @@ class RobotModel:
             ) from None
 
     # ------------------------------------------------------------------ configurations
-    def validate_configuration(self, q: ArrayLike, what: str = "configuration") -> NDArray[np.float64]:
+    def validate_configuration(
+        self, q: ArrayLike, what: str = "configuration"
+    ) -> NDArray[np.float64]:
         """Return ``q`` as a contiguous float (n,) array or raise :class:`ConfigurationError`."""
         try:
             arr = np.ascontiguousarray(q, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise ConfigurationError(f"{what} must be a sequence of {self.num_joints} numbers") from exc
+            raise ConfigurationError(
+                f"{what} must be a sequence of {self.num_joints} numbers"
+            ) from exc
         if arr.shape != (self.num_joints,):
             raise ConfigurationError(
                 f"{what} must have {self.num_joints} values (joints {', '.join(self.joint_names)}),"
@@ -269,7 +283,9 @@ class RobotModel:
         hi = np.where(np.isfinite(self.upper), self.upper, CONTINUOUS_SAMPLE_RANGE)
         return lo, hi
 
-    def random_configuration(self, rng: Union[np.random.Generator, int, None] = None) -> NDArray[np.float64]:
+    def random_configuration(
+        self, rng: Union[np.random.Generator, int, None] = None
+    ) -> NDArray[np.float64]:
         """Uniform sample within the joint limits (continuous joints in [-pi, pi])."""
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         lo, hi = self.sampling_bounds()
@@ -297,7 +313,8 @@ class RobotModel:
 
     def link_poses_batch(self, Q: ArrayLike) -> NDArray[np.float64]:
         """Poses (N, L, 4, 4) for a batch of configurations (N, n)."""
-        return forward_kinematics_batch(self.validate_batch(Q), *self.kin)  # type: ignore[no-any-return]
+        out: NDArray[np.float64] = forward_kinematics_batch(self.validate_batch(Q), *self.kin)
+        return out
 
     def link_transforms(self, q: ArrayLike) -> dict[str, NDArray[np.float64]]:
         """Every link's (4, 4) pose in the base frame, by name."""

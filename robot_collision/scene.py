@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .model import RobotModel
-from .shapes import WorldObject
+from .shapes import Shape, WorldObject
 
 __all__ = ["RobotArrays", "WorldArrays", "PairArrays", "robot_arrays", "world_arrays"]
 
@@ -57,11 +57,13 @@ class PairArrays(NamedTuple):
     world_pad: NDArray[np.float64]  # (L, W) padding of (link, world object)
 
 
-def _bound(shapes: list[tuple[object, NDArray[np.float64]]]) -> tuple[NDArray[np.float64], float]:
+def _bound(
+    shapes: Sequence[tuple[Shape, NDArray[np.float64]]],
+) -> tuple[NDArray[np.float64], float]:
     if not shapes:
         return np.zeros(3), -1.0
     centres = np.array([p[:3, 3] for _, p in shapes])
-    radii = np.array([s.bounding_radius() for s, _ in shapes])  # type: ignore[attr-defined]
+    radii = np.array([s.bounding_radius() for s, _ in shapes])
     c = 0.5 * (centres.min(axis=0) + centres.max(axis=0))
     r = float(np.max(np.linalg.norm(centres - c, axis=1) + radii))
     return c, r
@@ -69,7 +71,13 @@ def _bound(shapes: list[tuple[object, NDArray[np.float64]]]) -> tuple[NDArray[np
 
 def robot_arrays(robot: RobotModel) -> RobotArrays:
     """Flatten ``robot``'s collision geometry for the kernels."""
-    link, kind, params, local, vstart, vcount, verts = [], [], [], [], [], [], []
+    link: list[int] = []
+    kind: list[int] = []
+    params: list[NDArray[np.float64]] = []
+    local: list[NDArray[np.float64]] = []
+    vstart: list[int] = []
+    vcount: list[int] = []
+    verts: list[NDArray[np.float64]] = []
     L = len(robot.link_names)
     link_start = np.zeros(L + 1, dtype=np.int64)
     bc = np.zeros((L, 3))

@@ -171,9 +171,7 @@ def _read_stl(path: Path) -> NDArray[np.float64]:
     if len(data) >= 84:
         count = int(np.frombuffer(data[80:84], dtype="<u4")[0])
         if 84 + 50 * count == len(data):
-            rec = np.dtype(
-                [("n", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")]
-            )
+            rec = np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
             tris = np.frombuffer(data[84:], dtype=rec, count=count)
             return np.asarray(tris["v"], dtype=float).reshape(-1, 3)
     rows = []

@@ -35,7 +35,9 @@ __all__ = [
     "read_xml_source",
 ]
 
-PackageDirs = Union[Mapping[str, Union[str, os.PathLike[str]]], Sequence[Union[str, os.PathLike[str]]], None]
+PackageDirs = Union[
+    Mapping[str, Union[str, os.PathLike[str]]], Sequence[Union[str, os.PathLike[str]]], None
+]
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 
@@ -104,15 +106,21 @@ def read_xml_source(source: Union[str, os.PathLike[str]], what: str) -> tuple[st
         raise URDFError(f"cannot read {what} file {str(path)!r}: {exc}") from exc
 
 
-def _parse_xml(text: str, what: str, err: type[URDFError]) -> "object":
+def _parse_xml(text: str, what: str, err: type[Exception]) -> object:
     from lxml import etree
 
     head = text[:4096]
     if "<!DOCTYPE" in head or "<!ENTITY" in text:
-        raise err(f"{what} declares a DOCTYPE or entities, which are refused for safety; remove them")
+        raise err(
+            f"{what} declares a DOCTYPE or entities, which are refused for safety; remove them"
+        )
     parser = etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-        huge_tree=False, remove_comments=True,
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
     )
     try:
         root = etree.fromstring(text.encode("utf-8"), parser=parser)
@@ -121,7 +129,9 @@ def _parse_xml(text: str, what: str, err: type[URDFError]) -> "object":
     return root
 
 
-def _floats(text: Optional[str], count: int, what: str, default: Optional[list[float]] = None) -> list[float]:
+def _floats(
+    text: Optional[str], count: int, what: str, default: Optional[list[float]] = None
+) -> list[float]:
     if text is None:
         if default is None:
             raise URDFError(f"{what} is missing")
@@ -135,7 +145,7 @@ def _floats(text: Optional[str], count: int, what: str, default: Optional[list[f
     return vals
 
 
-def _attr_float(el: "object", name: str, what: str, default: Optional[float] = None) -> float:
+def _attr_float(el: object, name: str, what: str, default: Optional[float] = None) -> float:
     text = el.get(name)  # type: ignore[attr-defined]
     if text is None:
         if default is None:
@@ -147,7 +157,7 @@ def _attr_float(el: "object", name: str, what: str, default: Optional[float] = N
         raise URDFError(f"{what} attribute {name!r} must be a number, got {text!r}") from exc
 
 
-def _origin(el: "object", what: str) -> NDArray[np.float64]:
+def _origin(el: object, what: str) -> NDArray[np.float64]:
     o = el.find("origin")  # type: ignore[attr-defined]
     if o is None:
         return np.eye(4)
@@ -174,7 +184,7 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
     """Resolve a mesh filename (``package://``, ``file://``, absolute or relative) to a path."""
     named, roots = _package_roots(package_dirs)
     if uri.startswith("package://"):
-        rest = uri[len("package://"):]
+        rest = uri[len("package://") :]
         pkg, _, rel = rest.partition("/")
         if pkg in named:
             return named[pkg] / rel
@@ -201,7 +211,7 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
             "pass package_dirs={'%s': '/path/to/%s'}" % (pkg, pkg)
         )
     if uri.startswith("file://"):
-        return Path(uri[len("file://"):])
+        return Path(uri[len("file://") :])
     p = Path(uri)
     if p.is_absolute():
         return p
@@ -212,7 +222,9 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
     return (base_dir or Path.cwd()) / p
 
 
-def _geometry(geom: "object", what: str, base_dir: Optional[Path], package_dirs: PackageDirs) -> Shape:
+def _geometry(
+    geom: object, what: str, base_dir: Optional[Path], package_dirs: PackageDirs
+) -> Shape:
     children = [c for c in geom if isinstance(c.tag, str)]  # type: ignore[attr-defined]
     if len(children) != 1:
         raise URDFError(f"{what} <geometry> must contain exactly one shape element")
@@ -241,7 +253,9 @@ def _geometry(geom: "object", what: str, base_dir: Optional[Path], package_dirs:
         raise MeshError(f"{what}: {exc}") from exc
     except Exception as exc:  # ShapeError and friends: add location
         raise URDFError(f"{what}: {exc}") from exc
-    raise URDFError(f"{what} has unsupported geometry <{tag}>; use sphere, capsule, box, cylinder or mesh")
+    raise URDFError(
+        f"{what} has unsupported geometry <{tag}>; use sphere, capsule, box, cylinder or mesh"
+    )
 
 
 def parse_urdf(
@@ -284,19 +298,28 @@ def parse_urdf(
         jseen.add(name)
         jtype = el.get("type")
         if jtype not in _JOINT_TYPES:
-            raise URDFError(
-                f"{what} has type {jtype!r}; supported: {', '.join(_JOINT_TYPES)}"
-            )
+            raise URDFError(f"{what} has type {jtype!r}; supported: {', '.join(_JOINT_TYPES)}")
         parent_el, child_el = el.find("parent"), el.find("child")
-        if parent_el is None or child_el is None or not parent_el.get("link") or not child_el.get("link"):
+        if (
+            parent_el is None
+            or child_el is None
+            or not parent_el.get("link")
+            or not child_el.get("link")
+        ):
             raise URDFError(f"{what} needs <parent link=...> and <child link=...>")
         parent, child = parent_el.get("link"), child_el.get("link")
         for ln in (parent, child):
             if ln not in seen:
                 raise URDFError(f"{what} refers to unknown link {ln!r}")
         axis_el = el.find("axis")
-        axis = np.array(_floats(axis_el.get("xyz") if axis_el is not None else None, 3,
-                                f"{what} axis", [1.0, 0.0, 0.0]))
+        axis = np.array(
+            _floats(
+                axis_el.get("xyz") if axis_el is not None else None,
+                3,
+                f"{what} axis",
+                [1.0, 0.0, 0.0],
+            )
+        )
         nrm = float(np.linalg.norm(axis))
         if jtype != "fixed":
             if nrm < 1e-9:
@@ -327,8 +350,19 @@ def parse_urdf(
                 _attr_float(mim, "offset", f"{what} mimic", 0.0),
             )
         joints.append(
-            JointDescription(name, jtype, parent, child, _origin(el, what), axis,
-                             float(lower), float(upper), float(vel), float(eff), mimic)
+            JointDescription(
+                name,
+                jtype,
+                parent,
+                child,
+                _origin(el, what),
+                axis,
+                float(lower),
+                float(upper),
+                float(vel),
+                float(eff),
+                mimic,
+            )
         )
     return URDFDescription(root.get("name") or "robot", links, joints)  # type: ignore[attr-defined]
 
@@ -362,9 +396,7 @@ def parse_srdf(source: Union[str, os.PathLike[str]], link_names: Iterable[str]) 
             raise SRDFError("every SRDF <group> needs a name")
         groups[gname] = [j.get("name") for j in g.findall("joint") if j.get("name")]
         glinks[gname] = [x.get("name") for x in g.findall("link") if x.get("name")]
-        gchains[gname] = [
-            (c.get("base_link"), c.get("tip_link")) for c in g.findall("chain")
-        ]
+        gchains[gname] = [(c.get("base_link"), c.get("tip_link")) for c in g.findall("chain")]
         gsub[gname] = [x.get("name") for x in g.findall("group") if x.get("name")]
     states: dict[str, dict[str, dict[str, float]]] = {}
     for s in root.findall("group_state"):  # type: ignore[attr-defined]
@@ -373,6 +405,8 @@ def parse_srdf(source: Union[str, os.PathLike[str]], link_names: Iterable[str]) 
             try:
                 vals[j.get("name")] = float(j.get("value", "").split()[0])
             except (ValueError, IndexError) as exc:
-                raise SRDFError(f"group_state {s.get('name')!r} joint value is not a number") from exc
+                raise SRDFError(
+                    f"group_state {s.get('name')!r} joint value is not a number"
+                ) from exc
         states.setdefault(s.get("group") or "", {})[s.get("name") or ""] = vals
     return SRDFDescription(disabled, groups, glinks, gchains, gsub, states)

@@ -51,7 +51,9 @@ def _sphere_robot_oracle(robot: RobotModel, q: np.ndarray, world: list[WorldObje
         for b in names[i + 1 :]:
             if spheres[a] and spheres[b]:
                 out[frozenset((a, b))] = min(
-                    np.linalg.norm(ca - cb) - ra - rb for ca, ra in spheres[a] for cb, rb in spheres[b]
+                    np.linalg.norm(ca - cb) - ra - rb
+                    for ca, ra in spheres[a]
+                    for cb, rb in spheres[b]
                 )
         for obj in world:
             if not spheres[a]:
@@ -62,8 +64,9 @@ def _sphere_robot_oracle(robot: RobotModel, q: np.ndarray, world: list[WorldObje
                 if k == BOX:
                     vals.append(_point_obb_signed(c, obj.pose, obj.shape.params()[:3]) - r)
                 elif k == CAPSULE:
-                    vals.append(_point_segment(c, obj.pose, obj.shape.params()[1])
-                                - r - obj.shape.radius)
+                    vals.append(
+                        _point_segment(c, obj.pose, obj.shape.params()[1]) - r - obj.shape.radius
+                    )
                 elif k == SPHERE:
                     vals.append(np.linalg.norm(c - obj.pose[:3, 3]) - r - obj.shape.radius)
             out[(a, obj.name)] = min(vals)
@@ -135,11 +138,14 @@ def test_exhaustive_on_off_differ_only_in_inf(rng: np.random.Generator) -> None:
 
 # ----------------------------------------------------------------------------- oracles
 @pytest.mark.mbm
-def test_panda_distances_match_numpy_oracle(panda: RobotModel, cage_world: list,
-                                            rng: np.random.Generator) -> None:
+def test_panda_distances_match_numpy_oracle(
+    panda: RobotModel, cage_world: list, rng: np.random.Generator
+) -> None:
     checker = CollisionChecker(panda, skip=[], use_srdf=False)
     extra = [
-        WorldObject(Capsule(0.05, 0.4), make_pose(rot_x(0.4) @ rot_z(0.3), [0.4, 0.2, 0.5]), "pole"),
+        WorldObject(
+            Capsule(0.05, 0.4), make_pose(rot_x(0.4) @ rot_z(0.3), [0.4, 0.2, 0.5]), "pole"
+        ),
         WorldObject(Sphere(0.1), make_pose(np.eye(3), [0.3, -0.3, 0.6]), "ball"),
     ]
     world = cage_world + extra
@@ -164,8 +170,9 @@ def test_panda_distances_match_numpy_oracle(panda: RobotModel, cage_world: list,
                 assert np.linalg.norm(w[0] - w[1]) == pytest.approx(expected, abs=1e-9)
 
 
-def test_default_robot_matches_pairwise_kernel(default_robot: RobotModel,
-                                               rng: np.random.Generator) -> None:
+def test_default_robot_matches_pairwise_kernel(
+    default_robot: RobotModel, rng: np.random.Generator
+) -> None:
     """Mixed primitives: link-pair minima equal the minimum of per-shape `distance` calls."""
     checker = CollisionChecker(default_robot)
     world = [
@@ -191,8 +198,9 @@ def test_default_robot_matches_pairwise_kernel(default_robot: RobotModel,
 
 
 @pytest.mark.mbm
-def test_batch_and_single_agree_with_check(panda: RobotModel, cage_world: list,
-                                           rng: np.random.Generator) -> None:
+def test_batch_and_single_agree_with_check(
+    panda: RobotModel, cage_world: list, rng: np.random.Generator
+) -> None:
     checker = CollisionChecker(panda)
     Q = np.array([panda.random_configuration(rng) for _ in range(300)])
     batch = checker.is_valid_batch(Q, cage_world)
@@ -204,8 +212,9 @@ def test_batch_and_single_agree_with_check(panda: RobotModel, cage_world: list,
 
 
 @pytest.mark.mbm
-def test_motion_valid_agrees_with_dense_batch(panda: RobotModel, cage_world: list,
-                                              rng: np.random.Generator) -> None:
+def test_motion_valid_agrees_with_dense_batch(
+    panda: RobotModel, cage_world: list, rng: np.random.Generator
+) -> None:
     checker = CollisionChecker(panda)
     for _ in range(20):
         a, b = panda.random_configuration(rng), panda.random_configuration(rng)
@@ -226,7 +235,9 @@ def test_ignore_self_and_padding() -> None:
     assert np.all(np.isinf(res.separation[:, : len(res.row_names)]))
     d0 = res.signed[res.row_names.index("link1"), res.column_names.index("ball")]
     assert d0 > 0
-    padded = CollisionChecker(robot, padding=0.01).check(q, [near], ignore_self=True, exhaustive=True)
+    padded = CollisionChecker(robot, padding=0.01).check(
+        q, [near], ignore_self=True, exhaustive=True
+    )
     assert padded.signed[res.row_names.index("link1"), -1] == pytest.approx(d0 - 0.01)
     per_pair = CollisionChecker(robot, padding={("link1", "ball"): d0 + 0.001})
     r2 = per_pair.check(q, [near], ignore_self=True, exhaustive=True)

@@ -23,8 +23,13 @@ def _phi(checker: CollisionChecker, q: np.ndarray, world: list, a: str, b: str) 
     raise AssertionError(f"pair {a}={b} missing")
 
 
-def _check_fd(checker: CollisionChecker, q: np.ndarray, world: list, tol: float,
-              skip_body: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+def _check_fd(
+    checker: CollisionChecker,
+    q: np.ndarray,
+    world: list,
+    tol: float,
+    skip_body: set[str] = frozenset(),
+) -> int:  # type: ignore[assignment]
     table = checker.clearance(q, world)
     n = len(q)
     checked = 0
@@ -35,17 +40,21 @@ def _check_fd(checker: CollisionChecker, q: np.ndarray, world: list, tol: float,
         for j in range(n):
             dq = np.zeros(n)
             dq[j] = H
-            fd[j] = (_phi(checker, q + dq, world, row.robot_body, row.other_body)
-                     - _phi(checker, q - dq, world, row.robot_body, row.other_body)) / (2 * H)
-        np.testing.assert_allclose(row.jacobian, fd, atol=tol,
-                                   err_msg=f"{row.robot_body}={row.other_body}")
+            fd[j] = (
+                _phi(checker, q + dq, world, row.robot_body, row.other_body)
+                - _phi(checker, q - dq, world, row.robot_body, row.other_body)
+            ) / (2 * H)
+        np.testing.assert_allclose(
+            row.jacobian, fd, atol=tol, err_msg=f"{row.robot_body}={row.other_body}"
+        )
         checked += 1
     return checked
 
 
 @pytest.mark.mbm
-def test_panda_jacobians_match_finite_differences(panda: RobotModel, cage_world: list,
-                                                  rng: np.random.Generator) -> None:
+def test_panda_jacobians_match_finite_differences(
+    panda: RobotModel, cage_world: list, rng: np.random.Generator
+) -> None:
     checker = CollisionChecker(panda)
     total = 0
     for _ in range(3):
@@ -57,8 +66,10 @@ def test_panda_jacobians_match_finite_differences(panda: RobotModel, cage_world:
 def test_capsule_robot_jacobians(rng: np.random.Generator) -> None:
     robot = RobotModel.from_urdf(URDF_DIR / "extra_pair.urdf")
     checker = CollisionChecker(robot, padding=0.01)
-    world = [WorldObject(Box(0.2, 0.2, 0.2), make_pose(rot_z(0.4), [0.3, 0.3, 0.2]), "crate"),
-             WorldObject(Sphere(0.1), make_pose(np.eye(3), [-0.3, 0.1, 0.3]), "ball")]
+    world = [
+        WorldObject(Box(0.2, 0.2, 0.2), make_pose(rot_z(0.4), [0.3, 0.3, 0.2]), "crate"),
+        WorldObject(Sphere(0.1), make_pose(np.eye(3), [-0.3, 0.1, 0.3]), "ball"),
+    ]
     total = 0
     for _ in range(5):
         total += _check_fd(checker, robot.random_configuration(rng), world, 1e-5)
@@ -70,8 +81,11 @@ def test_default_robot_jacobians(default_robot: RobotModel, rng: np.random.Gener
     world = [WorldObject(Box(0.3, 0.3, 0.3), make_pose(np.eye(3), [0.5, 0.0, 0.4]), "crate")]
     # bodies with cylinders go through GJK (distance noise ~1e-9 m): finite differences of
     # those rows need a coarser tolerance, checked separately below
-    cyl = {b for b in default_robot.link_names
-           if any(s.kind == CYLINDER for s, _ in default_robot.collision_geometry(b))}
+    cyl = {
+        b
+        for b in default_robot.link_names
+        if any(s.kind == CYLINDER for s, _ in default_robot.collision_geometry(b))
+    }
     for _ in range(3):
         _check_fd(checker, default_robot.random_configuration(rng), world, 1e-5, cyl)
 
@@ -96,7 +110,9 @@ def test_rows_kinds_and_influence_distance(default_robot: RobotModel) -> None:
     q = default_robot.home_configuration()
     full = checker.clearance(q, world)
     res = checker.check(q, world, exhaustive=True)
-    n_evaluated = int(np.isfinite(res.signed).sum() - np.isfinite(res.signed[:, : len(res.row_names)]).sum() / 2)
+    n_evaluated = int(
+        np.isfinite(res.signed).sum() - np.isfinite(res.signed[:, : len(res.row_names)]).sum() / 2
+    )
     assert len(full) == n_evaluated
     for row in full.rows:
         assert (row.kind == PairKind.ENVIRONMENT) == (row.other_body == "crate")
@@ -106,7 +122,8 @@ def test_rows_kinds_and_influence_distance(default_robot: RobotModel) -> None:
         assert np.linalg.norm(row.normal) == pytest.approx(1.0)
         # ϕ = n·(p_O − p_R) − padding
         assert row.distance == pytest.approx(
-            float(row.normal @ (row.witness_other - row.witness_robot)) - 0.005, abs=1e-9)
+            float(row.normal @ (row.witness_other - row.witness_robot)) - 0.005, abs=1e-9
+        )
     near = checker.clearance(q, world, influence_distance=0.1)
     assert len(near) < len(full)
     assert np.all(near.distances < 0.1)

@@ -26,7 +26,8 @@ MIXED = """<?xml version="1.0"?>
 <robot name="mixed">
   <link name="base"/>
   <link name="a"><collision><geometry><sphere radius="0.1"/></geometry></collision></link>
-  <link name="b"><collision><geometry><capsule radius="0.05" length="0.3"/></geometry></collision></link>
+  <link name="b"><collision><geometry><capsule radius="0.05" length="0.3"/></geometry>
+  </collision></link>
   <link name="c"/>
   <link name="d"/>
   <link name="e"/>
@@ -62,8 +63,9 @@ def test_two_link_fk_matches_hand_computation() -> None:
     for q1, q2 in [(0.0, 0.0), (0.3, -1.1), (2.5, 0.7)]:
         T = robot.link_transforms([q1, q2])
         np.testing.assert_allclose(T["link1"][:3, :3], rot_z(q1), atol=1e-12)
-        np.testing.assert_allclose(T["link2"][:3, 3], [0.5 * np.cos(q1), 0.5 * np.sin(q1), 0.0],
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            T["link2"][:3, 3], [0.5 * np.cos(q1), 0.5 * np.sin(q1), 0.0], atol=1e-12
+        )
         np.testing.assert_allclose(T["link2"][:3, :3], rot_z(q1 + q2), atol=1e-12)
 
 
@@ -102,8 +104,10 @@ def test_point_jacobian_matches_finite_differences(rng: np.random.Generator) -> 
         for j in range(robot.num_joints):
             dq = np.zeros(robot.num_joints)
             dq[j] = 1e-6
-            Jfd[:, j] = ((robot.link_poses(q + dq)[link] @ offset)[:3]
-                         - (robot.link_poses(q - dq)[link] @ offset)[:3]) / 2e-6
+            Jfd[:, j] = (
+                (robot.link_poses(q + dq)[link] @ offset)[:3]
+                - (robot.link_poses(q - dq)[link] @ offset)[:3]
+            ) / 2e-6
         np.testing.assert_allclose(J, Jfd, atol=1e-7)
 
 
@@ -147,21 +151,45 @@ def test_add_and_clear_collision_is_seen_by_checker() -> None:
     ("text", "error", "match"),
     [
         ("<robot><link name='a'>", URDFError, "well-formed"),
-        ("<?xml version='1.0'?><!DOCTYPE r [<!ENTITY x 'y'>]><robot name='r'><link name='a'/></robot>",
-         URDFError, "entities"),
-        ("<robot name='r'><link name='a'/><link name='b'/><joint name='j' type='ball'>"
-         "<parent link='a'/><child link='b'/></joint></robot>", URDFError, "supported"),
+        (
+            "<?xml version='1.0'?><!DOCTYPE r [<!ENTITY x 'y'>]>"
+            "<robot name='r'><link name='a'/></robot>",
+            URDFError,
+            "entities",
+        ),
+        (
+            "<robot name='r'><link name='a'/><link name='b'/><joint name='j' type='ball'>"
+            "<parent link='a'/><child link='b'/></joint></robot>",
+            URDFError,
+            "supported",
+        ),
         ("<robot name='r'><link name='a'/><link name='b'/></robot>", ModelError, "one root"),
-        ("<robot name='r'><link name='a'/><link name='b'/><joint name='j' type='revolute'>"
-         "<parent link='a'/><child link='c'/><limit lower='0' upper='1' velocity='1'/></joint></robot>",
-         URDFError, "unknown link 'c'"),
-        ("<robot name='r'><link name='a'/><link name='b'/><joint name='j' type='revolute'>"
-         "<parent link='a'/><child link='b'/><limit lower='1' upper='0' velocity='1'/></joint></robot>",
-         URDFError, "lower limit"),
-        ("<robot name='r'><link name='a'><collision><geometry><mesh filename='missing.stl'/>"
-         "</geometry></collision></link></robot>", MeshError, "does not exist"),
-        ("<robot name='r'><link name='a'><collision><geometry><sphere radius='-1'/></geometry>"
-         "</collision></link></robot>", URDFError, "radius"),
+        (
+            "<robot name='r'><link name='a'/><link name='b'/><joint name='j' type='revolute'>"
+            "<parent link='a'/><child link='c'/><limit lower='0' upper='1' velocity='1'/>"
+            "</joint></robot>",
+            URDFError,
+            "unknown link 'c'",
+        ),
+        (
+            "<robot name='r'><link name='a'/><link name='b'/><joint name='j' type='revolute'>"
+            "<parent link='a'/><child link='b'/><limit lower='1' upper='0' velocity='1'/>"
+            "</joint></robot>",
+            URDFError,
+            "lower limit",
+        ),
+        (
+            "<robot name='r'><link name='a'><collision><geometry><mesh filename='missing.stl'/>"
+            "</geometry></collision></link></robot>",
+            MeshError,
+            "does not exist",
+        ),
+        (
+            "<robot name='r'><link name='a'><collision><geometry><sphere radius='-1'/></geometry>"
+            "</collision></link></robot>",
+            URDFError,
+            "radius",
+        ),
         ("/definitely/not/here.urdf", URDFError, "does not exist"),
     ],
 )
