@@ -94,43 +94,48 @@ def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, 
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
+def link_shape_poses(l, T, link_start, kind, local, SP):  # type: ignore[no-untyped-def]
+    """Base-frame poses of link ``l``'s shapes into ``SP`` (S, 4, 4); spheres: centre only."""
+    for s in range(link_start[l], link_start[l + 1]):
+        if kind[s] == SPHERE:
+            for a in range(3):
+                SP[s, a, 3] = (
+                    T[l, a, 0] * local[s, 0, 3]
+                    + T[l, a, 1] * local[s, 1, 3]
+                    + T[l, a, 2] * local[s, 2, 3]
+                    + T[l, a, 3]
+                )
+            continue
+        for a in range(3):
+            for b in range(4):
+                acc = (
+                    T[l, a, 0] * local[s, 0, b]
+                    + T[l, a, 1] * local[s, 1, b]
+                    + T[l, a, 2] * local[s, 2, b]
+                )
+                if b == 3:
+                    acc += T[l, a, 3]
+                SP[s, a, b] = acc
+        SP[s, 3, 0] = 0.0
+        SP[s, 3, 1] = 0.0
+        SP[s, 3, 2] = 0.0
+        SP[s, 3, 3] = 1.0
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
 def all_shape_poses(T, link_start, kind, local, SP):  # type: ignore[no-untyped-def]
     """Base-frame poses of every robot shape into ``SP`` (S, 4, 4); spheres: centre only."""
-    L = link_start.shape[0] - 1
-    for l in range(L):
-        for s in range(link_start[l], link_start[l + 1]):
-            if kind[s] == SPHERE:
-                for a in range(3):
-                    SP[s, a, 3] = (
-                        T[l, a, 0] * local[s, 0, 3]
-                        + T[l, a, 1] * local[s, 1, 3]
-                        + T[l, a, 2] * local[s, 2, 3]
-                        + T[l, a, 3]
-                    )
-                continue
-            for a in range(3):
-                for b in range(4):
-                    acc = (
-                        T[l, a, 0] * local[s, 0, b]
-                        + T[l, a, 1] * local[s, 1, b]
-                        + T[l, a, 2] * local[s, 2, b]
-                    )
-                    if b == 3:
-                        acc += T[l, a, 3]
-                    SP[s, a, b] = acc
-            SP[s, 3, 0] = 0.0
-            SP[s, 3, 1] = 0.0
-            SP[s, 3, 2] = 0.0
-            SP[s, 3, 3] = 1.0
+    for l in range(link_start.shape[0] - 1):
+        link_shape_poses(l, T, link_start, kind, local, SP)
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-untyped-def]
     """Validity of the configuration whose link poses are already in ``T`` (L, 4, 4).
 
-    ``SP`` (S, 4, 4) and ``buf`` (L + 3, 3) are scratch buffers (``ready`` is unused, kept
-    for signature stability). Performance note: every branch is dispatched here, in the loop
-    body, calling only leaf helpers; a helper that forwards array arguments to another
+    ``SP`` (S, 4, 4), ``ready`` (L,) bool and ``buf`` (L + 3, 3) are scratch buffers.
+    Performance note: every branch is dispatched here, in the loop body, calling only leaf
+    helpers; a helper that forwards array arguments to another
     function costs ~25x more per call (reference counting of the forwarded arrays).
     """
     # unpack once: attribute access on tuples inside loops costs reference counting
@@ -142,7 +147,8 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     wbcen, wbrad = ws.bound_center, ws.bound_radius
     world_pad, self_a, self_b, self_pad = pr.world_pad, pr.self_a, pr.self_b, pr.self_pad
     L = link_start.shape[0] - 1
-    all_shape_poses(T, link_start, kind, local, SP)
+    for l in range(L):
+        ready[l] = False  # shape poses are computed per link on first use
     cen = buf[3:]  # link bounding-sphere centres, base frame
     for l in range(L):
         for a in range(3):
@@ -166,6 +172,16 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             rr = rl + wbrad[o] + pad
             if dx * dx + dy * dy + dz * dz >= rr * rr:
                 continue
+            # tighter: the link's bounding sphere against the object itself (exact for
+            # spheres, capsules and boxes; flat walls cull most links this way)
+            if (
+                _sphere_hits(cen[l, 0], cen[l, 1], cen[l, 2], rl + pad, wkind[o], wparams, wpose, o)
+                == 0
+            ):
+                continue
+            if not ready[l]:
+                link_shape_poses(l, T, link_start, kind, local, SP)
+                ready[l] = True
             for s in range(link_start[l], link_start[l + 1]):
                 if kind[s] == SPHERE:
                     h = _sphere_hits(
@@ -225,6 +241,12 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         rr = brad[a] + rb + pad
         if dx * dx + dy * dy + dz * dz >= rr * rr:
             continue
+        if not ready[a]:
+            link_shape_poses(a, T, link_start, kind, local, SP)
+            ready[a] = True
+        if not ready[b]:
+            link_shape_poses(b, T, link_start, kind, local, SP)
+            ready[b] = True
         for s in range(link_start[a], link_start[a + 1]):
             if kind[s] == SPHERE:
                 # cull s against b's bounding sphere first
