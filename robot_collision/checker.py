@@ -16,9 +16,10 @@ pairs skips exactly those pairs. An SRDF's ``disable_collisions`` pairs are alwa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Optional, Union
+from typing import TYPE_CHECKING, Literal, NamedTuple, Optional, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -45,6 +46,17 @@ SkipRule = Union[Literal["parent", "adjacent"], Sequence[tuple[str, str]]]
 Padding = Union[float, Mapping[tuple[str, str], float]]
 
 
+class _Scene(NamedTuple):
+    """Immutable snapshot of the compiled scene for one world."""
+
+    rs: RobotArrays
+    ws: WorldArrays
+    pr: PairArrays
+    F: NDArray[np.float64]
+    I: NDArray[np.int64]
+    world_names: list[str]
+
+
 @dataclass(frozen=True)
 class PairDistances:
     """Link-indexed raw output of one evaluation (see ``check_kernels.evaluate_pairs``).
@@ -61,6 +73,7 @@ class PairDistances:
     NN: NDArray[np.float64]
     E: NDArray[np.bool_]
     collided: bool
+    world_names: list[str]
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,9 @@ class CheckResult:
 class CollisionChecker:
     """Checks a :class:`RobotModel` against itself and a list of :class:`WorldObject`.
 
+    Thread-safe: the compiled scene is rebuilt under a lock and every call works on an
+    immutable snapshot of it.
+
     ``padding`` (m) is subtracted from every pair's distance: a scalar, or a mapping from name
     pairs (bodies, base or world-object names; order does not matter) to padding with the
     scalar default under the key ``("*", "*")``. Geometry changes made on the model with
@@ -115,6 +131,8 @@ class CollisionChecker:
         self._world_key: Optional[tuple[int, ...]] = None
         self._world: Optional[WorldArrays] = None
         self._world_names: list[str] = []
+        self._scene: Optional[_Scene] = None
+        self._lock = threading.Lock()
         self._pairs: Optional[PairArrays] = None
         self._refresh()
 
@@ -208,14 +226,26 @@ class CollisionChecker:
         )
         self._world_key = None
         self._pairs = None
+        self._scene = None
 
-    def _prepare(
-        self, world: Union[Sequence[WorldObject], None]
-    ) -> tuple[RobotArrays, WorldArrays, PairArrays]:
-        self._refresh()
+    def _prepare(self, world: Union[Sequence[WorldObject], None]) -> _Scene:
+        """The compiled scene for ``world`` (cached; rebuilt when the world or geometry
+        changes). Thread-safe: callers use the returned snapshot, never the attributes."""
         objs = list(world) if world is not None else []
         key = tuple(id(o) for o in objs)
-        if key != self._world_key or self._pairs is None or self._world is None:
+        scene = self._scene
+        if (
+            scene is not None
+            and key == self._world_key
+            and self._version == self.robot.geometry_version
+        ):
+            return scene
+        with self._lock:
+            return self._rebuild(objs, key)
+
+    def _rebuild(self, objs: list[WorldObject], key: tuple[int, ...]) -> _Scene:
+        self._refresh()
+        if key != self._world_key or self._scene is None:
             ws = world_arrays(objs)
             names = [o.name or f"object{k}" for k, o in enumerate(objs)]
             if len(set(names)) != len(names):
@@ -232,9 +262,11 @@ class CollisionChecker:
             self._pairs = PairArrays(sa, sb, sp, wp)
             self._world_key = key
             self._world_objs = objs  # keep ids alive
-            self._packed = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
-        assert self._rs is not None and self._world is not None and self._pairs is not None
-        return self._rs, self._world, self._pairs
+            assert self._rs is not None
+            F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
+            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names)
+        assert self._scene is not None
+        return self._scene
 
     # ------------------------------------------------------------------ names
     @property
@@ -264,10 +296,8 @@ class CollisionChecker:
             arr = q  # fast path: finiteness is checked in compiled code
         else:
             arr = self.robot.validate_configuration(q)
-        if world or self._world_key != () or self._version != self.robot.geometry_version:
-            self._prepare(world)
-        F, I = self._packed
-        code = packed_valid(arr, F, I, not ignore_self)
+        sc = self._prepare(world)
+        code = packed_valid(arr, sc.F, sc.I, not ignore_self)
         if code < 0:
             self.robot.validate_configuration(arr)  # raises with the offending joints named
         return bool(code)
@@ -277,8 +307,8 @@ class CollisionChecker:
     ) -> NDArray[np.bool_]:
         """(N,) bool, True = collision-free, for a batch of configurations ``Q`` (N, n)."""
         arr = self.robot.validate_batch(Q)
-        self._prepare(world)
-        F, I = self._packed
+        sc = self._prepare(world)
+        F, I = sc.F, sc.I
         out = np.empty(arr.shape[0], dtype=np.bool_)
         if arr.shape[0]:
             packed_valid_batch(arr, F, I, not ignore_self, out)
@@ -297,7 +327,8 @@ class CollisionChecker:
         b = self.robot.validate_configuration(q1, "end configuration")
         if not resolution > 0:
             raise ConfigurationError("resolution must be a positive joint-space distance")
-        rs, ws, pr = self._prepare(world)
+        sc = self._prepare(world)
+        rs, ws, pr = sc.rs, sc.ws, sc.pr
         steps = max(1, int(np.ceil(np.linalg.norm(b - a) / resolution)))
         L = len(self.robot.link_names)
         return bool(
@@ -330,12 +361,11 @@ class CollisionChecker:
 
         Pairs at or beyond ``cutoff`` (m, padded) may be reported as +inf (pruned)."""
         arr = self.robot.validate_configuration(q)
-        self._prepare(world)
-        F, I = self._packed
+        sc = self._prepare(world)
         T, D, WA, WB, NN, E, hit = packed_pairs(
-            arr, F, I, exhaustive, not ignore_self, float(cutoff)
+            arr, sc.F, sc.I, exhaustive, not ignore_self, float(cutoff)
         )
-        return PairDistances(T, D, WA, WB, NN, E, bool(hit))
+        return PairDistances(T, D, WA, WB, NN, E, bool(hit), sc.world_names)
 
     def check(
         self,
@@ -351,7 +381,7 @@ class CollisionChecker:
         m = L - 1
         sep, signed, wit, colliding = matlab_matrices(pdist.D, pdist.WA, pdist.WB, pdist.E, L)
         rows = self.row_names
-        cols = rows + self._world_names
+        cols = rows + pdist.world_names
         pairs: list[tuple[str, str]] = []
         if pdist.collided:
             for i, j in zip(*np.nonzero(colliding)):
@@ -396,5 +426,6 @@ class CollisionChecker:
         self, world: Sequence[WorldObject] = ()
     ) -> tuple[object, RobotArrays, WorldArrays, PairArrays]:
         """``(kin, rs, ws, pr)`` tuples for calling the compiled kernels directly."""
-        rs, ws, pr = self._prepare(world)
+        sc = self._prepare(world)
+        rs, ws, pr = sc.rs, sc.ws, sc.pr
         return self.robot.kin, rs, ws, pr

@@ -164,7 +164,7 @@ def clearance_table(
         robot.num_joints,
     )
     names = robot.link_names
-    wnames = checker.world_names
+    wnames = pd.world_names
     return ClearanceTable(
         joint_names=list(robot.joint_names),
         robot_bodies=[names[i] for i in r_link],
