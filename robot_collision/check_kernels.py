@@ -847,6 +847,22 @@ def packed_valid(q, F, I, check_self):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
+def packed_valid_serial(Q, F, I, check_self, out):  # type: ignore[no-untyped-def]
+    """Batch validity in the calling thread (small batches: no thread start-up cost)."""
+    kin, rs, ws, pr = unpack_scene(F, I)
+    L = rs.link_start.shape[0] - 1
+    T = np.empty((L, 4, 4))
+    SP = np.empty((rs.kind.shape[0], 4, 4))
+    ready = np.zeros(L, dtype=np.bool_)
+    buf = np.empty((L + 3, 3))
+    for k in range(Q.shape[0]):
+        fk_into(
+            Q[k], kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T
+        )
+        out[k] = _valid_at(T, rs, ws, pr, SP, ready, check_self, buf)
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
 def packed_valid_batch(Q, F, I, check_self, out):  # type: ignore[no-untyped-def]
     """:func:`config_valid_batch` on a packed scene."""
     kin, rs, ws, pr = unpack_scene(F, I)

@@ -34,6 +34,7 @@ from .check_kernels import (
     packed_pairs,
     packed_valid,
     packed_valid_batch,
+    packed_valid_serial,
 )
 from .errors import ConfigurationError
 from .model import RobotModel
@@ -41,6 +42,9 @@ from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arr
 from .shapes import WorldObject
 
 __all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
+
+PARALLEL_BATCH_MIN = 2048
+"""Batches at least this large are split over threads; smaller ones run in the caller."""
 
 SkipRule = Union[Literal["parent", "adjacent"], Sequence[tuple[str, str]]]
 Padding = Union[float, Mapping[tuple[str, str], float]]
@@ -310,8 +314,10 @@ class CollisionChecker:
         sc = self._prepare(world)
         F, I = sc.F, sc.I
         out = np.empty(arr.shape[0], dtype=np.bool_)
-        if arr.shape[0]:
+        if arr.shape[0] >= PARALLEL_BATCH_MIN:
             packed_valid_batch(arr, F, I, not ignore_self, out)
+        elif arr.shape[0]:
+            packed_valid_serial(arr, F, I, not ignore_self, out)
         return out
 
     def is_motion_valid(
