@@ -83,7 +83,7 @@ def node_reference(name: str, class_path: str, context: Any, executor: Any) -> d
         srvs = node.get_service_names_and_types_by_node(nname, fqn_ns)
         actions = _action_names(srvs)
         params = []
-        for pname in sorted(node._parameters):  # noqa: SLF001 - rclpy keeps declared params here
+        for pname in sorted(node.list_parameters([], 0).names):
             if pname in ("use_sim_time", "start_type_description_service") or pname.startswith(
                 "qos_overrides."
             ):
