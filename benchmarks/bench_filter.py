@@ -117,7 +117,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     except ImportError:
         out["ros_latency_p99_ms"] = None
     else:
-        out["ros_latency_p99_ms"] = ros_latency(quick)
+        out.update(ros_latency(quick))
     return out
 
 
