@@ -120,8 +120,18 @@ class RosHarness:
             namespace=self.namespace()))
 
         def spin() -> None:
-            with contextlib.suppress(ExternalShutdownException):
-                self.executor.spin()
+            # spin_once in a loop (not spin()): a node destroyed by a test while the executor
+            # waits raises InvalidHandle once, and at shutdown rclpy may raise RCLError
+            # ("context is not valid") instead of ExternalShutdownException; neither may kill
+            # the harness thread.
+            while self.context.ok():
+                try:
+                    self.executor.spin_once(timeout_sec=0.05)
+                except ExternalShutdownException:
+                    break
+                except Exception:
+                    if not self.context.ok():
+                        break
 
         self._thread = threading.Thread(target=spin, name="ros_test_spin", daemon=True)
         self._thread.start()
