@@ -1,0 +1,46 @@
+"""Calling jitted functions from jitted code without reference-counting overhead.
+
+numba increfs every array a function holds on entry and decrefs it on each normal exit.
+LLVM's refcount pruning removes these (atomic, ~10 ns each) pairs only if every other exit is
+a *marked* raise, but an ordinary call to another jitted function adds an unmarked "propagate
+the callee's exception" exit. A plain call therefore costs every function that holds arrays
+(and every caller that inlines ``shape_distance``) about 10 ns per array -- 100-200 ns per
+closed-form query. So every call made from a function holding arrays goes through
+``_nothrow``, which calls the compiled function directly and turns a failure (never expected:
+all divisions are guarded) into a marked ``RuntimeError``. Functions taking only scalars call
+each other directly. The pruning also needs simple control flow between the incref and the
+decrefs (``shape_distance`` is a flat if/elif chain) and all arrays of a function released in
+the same block (hence the final use of ``va`` / ``vb`` in ``_add_point``); shapes are passed
+to the GJK/EPA internals as tuples of scalars for the same reason.
+"""
+
+from __future__ import annotations
+
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["nothrow"]
+
+
+@intrinsic
+def nothrow(typingctx, fn, *args):  # type: ignore[no-untyped-def]
+    """``fn(*args)`` for a jitted ``fn``, with a prunable error exit (see above)."""
+    argtys = tuple(types.unliteral(a) for a in args)
+    disp = fn.dispatcher
+    disp.compile(argtys)
+    cres = disp.overloads[argtys]
+    inner = cres.signature
+    sig = inner.return_type(fn, types.StarArgTuple.from_types(argtys))
+
+    def codegen(context, builder, signature, llargs):  # type: ignore[no-untyped-def]
+        context.add_linking_libs([cres.library])
+        vals = cgutils.unpack_tuple(builder, llargs[1], len(argtys))
+        status, res = context.call_internal_no_propagate(builder, cres.fndesc, inner, vals)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_user_exc(
+                builder, RuntimeError, ("robot_collision: compiled kernel failed",)
+            )
+        return res
+
+    return sig, codegen
