@@ -203,13 +203,19 @@ def run_nodes(
         print(f"robot_collision: {type(exc).__name__}: {exc}", file=sys.stderr)
         code = 1
     finally:
-        if executor is not None:
-            with contextlib.suppress(Exception):
-                executor.shutdown()
+        # spinning has stopped (it runs in this thread): take the nodes out and destroy them
+        # while the context is valid, then shut rclpy down, then the executor
+        # (shared/docs/ros2-from-pypi.md: executor.shutdown() before rclpy's aborted).
         for node in nodes:
+            with contextlib.suppress(Exception):
+                if executor is not None:
+                    executor.remove_node(node)
             with contextlib.suppress(Exception):
                 node.destroy_node()
         rclpy.try_shutdown()
+        if executor is not None:
+            with contextlib.suppress(Exception):
+                executor.shutdown()
     return code
 
 
