@@ -4,8 +4,10 @@ This does what ``launch/robot_collision.launch.py`` does on a full ROS install, 
 without ``launch_ros``: it reads the same parameter file (``config/robot_collision.yaml`` unless
 ``--params-file`` is given), creates the nodes it lists under ``bringup: ros__parameters: nodes``
 (or ``--nodes``) with their sections' parameters as overrides, and spins them together in one
-``MultiThreadedExecutor`` (``executor: single`` in that section or ``--executor single``: one
-``SingleThreadedExecutor``) in the main thread until Ctrl-C, SIGTERM or ``--duration`` seconds.
+executor per node, each on its own thread (``executor: isolated``, the default; ``multi`` = one
+``MultiThreadedExecutor`` for all, ``single`` = one ``SingleThreadedExecutor``; see
+:func:`run_nodes` for why), the main thread spinning the first, until Ctrl-C, SIGTERM or
+``--duration`` seconds.
 ``gc.freeze()`` after start-up keeps the start-up objects out of garbage-collector pauses.
 
 Nodes are looked up by name in :data:`NODE_REGISTRY` (``{name: "module:Class"}``) and imported
@@ -27,6 +29,7 @@ import gc
 import importlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +46,12 @@ __all__ = [
     "run_nodes",
     "main",
 ]
+
+EXECUTOR_TYPES = ("isolated", "multi", "single")
+"""How bring-up spins its nodes (see :func:`run_nodes`)."""
+
+CONCURRENT_NODES = frozenset({"planner"})
+"""Nodes that need a multi-threaded executor of their own in ``isolated`` mode."""
 
 NODE_REGISTRY: dict[str, str] = {
     "collision_checker": "robot_collision.ros.checker_node:CollisionCheckerNode",
@@ -156,10 +165,14 @@ def run_nodes(
     """Initialise rclpy, create the nodes with ``factory()``, spin them in this (main) thread
     until shutdown (Ctrl-C, SIGTERM) or ``duration`` seconds, then tear everything down.
 
-    ``executor_type``: ``"multi"`` (a ``MultiThreadedExecutor``: callback groups of different
-    nodes run concurrently, e.g. planning does not block the velocity filter) or ``"single"``
-    (a ``SingleThreadedExecutor``: every callback in turn; higher message throughput, as rclpy's
-    multi-threaded executor costs far more per callback). Returns a process exit code."""
+    ``executor_type``: ``"multi"`` (one ``MultiThreadedExecutor``: callback groups of different
+    nodes run concurrently), ``"single"`` (one ``SingleThreadedExecutor``: every callback in
+    turn) or ``"isolated"`` (one executor per node, each on its own thread: the planner's
+    multi-threaded, the others single-threaded). rclpy's multi-threaded executor costs several
+    times more per callback than the single-threaded one (measured here: with all four nodes
+    in one ``MultiThreadedExecutor`` the velocity filter saw joint states older than its
+    0.1 s timeout and stopped the arm intermittently), so ``isolated`` is the default in
+    ``config/robot_collision.yaml``. Returns a process exit code."""
     import rclpy
     from rclpy.executors import (
         ExternalShutdownException,
@@ -169,7 +182,8 @@ def run_nodes(
 
     rclpy.init(args=args)
     nodes: list[Any] = []
-    executor: Any = None
+    executors: list[Any] = []
+    threads: list[threading.Thread] = []
     code = 0
     try:
         nodes = list(factory())
@@ -181,42 +195,70 @@ def run_nodes(
         # callbacks for milliseconds.
         gc.collect()
         gc.freeze()
-        if executor_type == "single":
-            executor = SingleThreadedExecutor()
+        if executor_type == "isolated":
+            # one executor per node, each spun by its own thread (the first in this thread):
+            # a node's callbacks never wait behind another node's, and rclpy's per-callback
+            # cost stays that of a SingleThreadedExecutor. Nodes that need concurrent
+            # callbacks of their own (the planner's action server) get a small
+            # MultiThreadedExecutor.
+            for node in nodes:
+                ex: Any = (
+                    MultiThreadedExecutor(num_threads=num_threads or 2)
+                    if node.get_name() in CONCURRENT_NODES
+                    else SingleThreadedExecutor()
+                )
+                ex.add_node(node)
+                executors.append(ex)
+        elif executor_type == "single":
+            executors.append(SingleThreadedExecutor())
         else:
-            executor = MultiThreadedExecutor(
-                num_threads=num_threads or max(2, os.cpu_count() or 2))
-        for node in nodes:
-            executor.add_node(node)
+            executors.append(
+                MultiThreadedExecutor(num_threads=num_threads or max(2, os.cpu_count() or 2))
+            )
+        if executor_type != "isolated":
+            for node in nodes:
+                executors[0].add_node(node)
+        for ex in executors[1:]:
+            t = threading.Thread(target=_spin_quietly, args=(ex,), daemon=True)
+            t.start()
+            threads.append(t)
+        main_executor = executors[0]
         deadline = None if duration is None else time.monotonic() + max(0.0, duration)
         while rclpy.ok():
             if deadline is None:
-                executor.spin()
+                main_executor.spin()
                 break
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            executor.spin_once(timeout_sec=min(0.1, left))
+            main_executor.spin_once(timeout_sec=min(0.1, left))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
         print(f"robot_collision: {type(exc).__name__}: {exc}", file=sys.stderr)
         code = 1
     finally:
-        # spinning has stopped (it runs in this thread): take the nodes out and destroy them
-        # while the context is valid, then shut rclpy down, then the executor
-        # (shared/docs/ros2-from-pypi.md: executor.shutdown() before rclpy's aborted).
+        # shared/docs/ros2-from-pypi.md: rclpy.try_shutdown(), then join the spin threads, then
+        # executor.shutdown() (the reverse aborted the process); nodes are destroyed once
+        # nothing spins them any more.
+        rclpy.try_shutdown()
+        for t in threads:
+            t.join(timeout=10.0)
         for node in nodes:
             with contextlib.suppress(Exception):
-                if executor is not None:
-                    executor.remove_node(node)
-            with contextlib.suppress(Exception):
                 node.destroy_node()
-        rclpy.try_shutdown()
-        if executor is not None:
+        for ex in executors:
             with contextlib.suppress(Exception):
-                executor.shutdown()
+                ex.shutdown()
     return code
+
+
+def _spin_quietly(executor: Any) -> None:
+    """Spin ``executor`` until rclpy shuts down (a spin thread of the isolated mode)."""
+    from rclpy.executors import ExternalShutdownException
+
+    with contextlib.suppress(ExternalShutdownException, KeyboardInterrupt):
+        executor.spin()
 
 
 def _split_nodes(values: Iterable[str]) -> list[str]:
@@ -245,11 +287,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                         f"{', '.join(NODE_REGISTRY)}")
     parser.add_argument("--namespace", default="", help="namespace of every node")
     parser.add_argument("--duration", type=float, help="stop after this many seconds")
-    parser.add_argument("--executor", choices=["multi", "single"],
-                        help="multi: one MultiThreadedExecutor (default; long callbacks of one "
-                        "node do not block the others); single: one SingleThreadedExecutor "
-                        "(lower latency and higher throughput when no callback runs long); "
-                        "default: the file's bringup executor, else multi")
+    parser.add_argument("--executor", choices=list(EXECUTOR_TYPES),
+                        help="isolated: one executor per node on its own thread (the planner's "
+                        "multi-threaded); multi: one MultiThreadedExecutor for all; single: one "
+                        "SingleThreadedExecutor for all; default: the file's bringup executor, "
+                        "else isolated")
     parser.add_argument("--threads", type=int, help="executor threads (default: max(2, cores))")
     opts = parser.parse_args(remove_ros_args(raw)[1:])
 
@@ -265,10 +307,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
 
     bringup_params = node_parameters(data, "bringup")
-    executor_type = opts.executor or str(bringup_params.get("executor", "multi"))
-    if executor_type not in ("multi", "single"):
-        print(f"robot_collision_bringup: bringup executor must be 'multi' or 'single', got "
-              f"{executor_type!r}", file=sys.stderr)
+    executor_type = opts.executor or str(bringup_params.get("executor", "isolated"))
+    if executor_type not in EXECUTOR_TYPES:
+        print(f"robot_collision_bringup: bringup executor must be one of "
+              f"{', '.join(EXECUTOR_TYPES)}, got {executor_type!r}", file=sys.stderr)
         return 2
     if opts.nodes:
         names = _split_nodes(opts.nodes)
