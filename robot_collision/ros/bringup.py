@@ -50,9 +50,6 @@ __all__ = [
 EXECUTOR_TYPES = ("isolated", "multi", "single")
 """How bring-up spins its nodes (see :func:`run_nodes`)."""
 
-CONCURRENT_NODES = frozenset({"planner"})
-"""Nodes that need a multi-threaded executor of their own in ``isolated`` mode."""
-
 NODE_REGISTRY: dict[str, str] = {
     "collision_checker": "robot_collision.ros.checker_node:CollisionCheckerNode",
     "velocity_filter": "robot_collision.ros.filter_node:VelocityFilterNode",
@@ -167,12 +164,12 @@ def run_nodes(
 
     ``executor_type``: ``"multi"`` (one ``MultiThreadedExecutor``: callback groups of different
     nodes run concurrently), ``"single"`` (one ``SingleThreadedExecutor``: every callback in
-    turn) or ``"isolated"`` (one executor per node, each on its own thread: the planner's
-    multi-threaded, the others single-threaded). rclpy's multi-threaded executor costs several
-    times more per callback than the single-threaded one (measured here: with all four nodes
-    in one ``MultiThreadedExecutor`` the velocity filter saw joint states older than its
-    0.1 s timeout and stopped the arm intermittently), so ``isolated`` is the default in
-    ``config/robot_collision.yaml``. Returns a process exit code."""
+    turn) or ``"isolated"`` (one ``SingleThreadedExecutor`` per node, each on its own thread).
+    Measured here with the four nodes: a ``MultiThreadedExecutor`` in the process (even one
+    serving only the idle planner) starved the other threads of the GIL, so ``/joint_states``
+    from the mock arm came in bursts with gaps up to 0.9 s and the velocity filter stopped the
+    arm as stale; with ``isolated`` the 100 Hz stream had gaps below 15 ms. ``isolated`` is
+    the default in ``config/robot_collision.yaml``. Returns a process exit code."""
     import rclpy
     from rclpy.executors import (
         ExternalShutdownException,
@@ -196,17 +193,12 @@ def run_nodes(
         gc.collect()
         gc.freeze()
         if executor_type == "isolated":
-            # one executor per node, each spun by its own thread (the first in this thread):
-            # a node's callbacks never wait behind another node's, and rclpy's per-callback
-            # cost stays that of a SingleThreadedExecutor. Nodes that need concurrent
-            # callbacks of their own (the planner's action server) get a small
-            # MultiThreadedExecutor.
+            # one SingleThreadedExecutor per node, each spun by its own thread (the first in
+            # this thread): a node's callbacks never wait behind another node's, and rclpy's
+            # per-callback cost stays that of the single-threaded executor (the planner's
+            # action server runs its blocking part off the executor, so it needs no threads)
             for node in nodes:
-                ex: Any = (
-                    MultiThreadedExecutor(num_threads=num_threads or 2)
-                    if node.get_name() in CONCURRENT_NODES
-                    else SingleThreadedExecutor()
-                )
+                ex: Any = SingleThreadedExecutor()
                 ex.add_node(node)
                 executors.append(ex)
         elif executor_type == "single":
@@ -288,8 +280,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--namespace", default="", help="namespace of every node")
     parser.add_argument("--duration", type=float, help="stop after this many seconds")
     parser.add_argument("--executor", choices=list(EXECUTOR_TYPES),
-                        help="isolated: one executor per node on its own thread (the planner's "
-                        "multi-threaded); multi: one MultiThreadedExecutor for all; single: one "
+                        help="isolated: one SingleThreadedExecutor per node, each on its own "
+                        "thread; multi: one MultiThreadedExecutor for all; single: one "
                         "SingleThreadedExecutor for all; default: the file's bringup executor, "
                         "else isolated")
     parser.add_argument("--threads", type=int, help="executor threads (default: max(2, cores))")

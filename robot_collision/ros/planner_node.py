@@ -1197,9 +1197,29 @@ class PlannerNode(Node):
         return CancelResponse.ACCEPT
 
     # ------------------------------------------------------------------ execution
-    def _execute(self, goal_handle: Any) -> Any:
-        """Execute callback: resolve the start state, hand the goal to the worker and wait for
-        its outcome or for a stop request (cancel, preemption), whichever comes first."""
+    async def _execute(self, goal_handle: Any) -> Any:
+        """Execute callback (a coroutine): the blocking part runs on a helper thread and this
+        awaits it, so the node's executor keeps serving cancel requests, joint states and other
+        goals even when it is a ``SingleThreadedExecutor``."""
+        from rclpy.task import Future
+
+        done: Any = Future(executor=self.executor)
+
+        def run() -> None:
+            try:
+                done.set_result(self._execute_blocking(goal_handle))
+            except BaseException as exc:
+                done.set_result(exc)
+
+        threading.Thread(target=run, name="planner_goal", daemon=True).start()
+        outcome = await done
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _execute_blocking(self, goal_handle: Any) -> Any:
+        """Resolve the start state, hand the goal to the worker and wait for its outcome or for
+        a stop request (cancel, preemption), whichever comes first."""
         key = bytes(goal_handle.goal_id.uuid)
         result = PlanMotion.Result()
         ctx = self._goals.get(key)
