@@ -340,6 +340,25 @@ def _straight_collides(P: NDArray[np.float64], bad: NDArray[np.bool_], scene: Sc
 # ------------------------------------------------------------------------------------------
 # public entry point
 # ------------------------------------------------------------------------------------------
+def _samples_valid(
+    positions: NDArray[np.float64],
+    checker: object,
+    world: Sequence[object],
+    resolution: float,
+    ignore_self: bool,
+) -> bool:
+    """Independent check of what a controller will see: every sample and the straight
+    joint-space lines between consecutive samples, at ``resolution`` (rad, L2)."""
+    pts = [positions[:1]]
+    for a, b in itertools.pairwise(positions):
+        k = max(1, int(np.ceil(float(np.linalg.norm(b - a)) / resolution)))
+        t = np.arange(1, k + 1)[:, None] / k
+        pts.append(a + t * (b - a))
+    dense = np.ascontiguousarray(np.concatenate(pts))
+    ok = checker.is_valid_batch(dense, world, ignore_self=ignore_self)  # type: ignore[attr-defined]
+    return bool(np.all(ok))
+
+
 def time_parameterize(
     path: ArrayLike,
     robot: RobotModel,
@@ -408,7 +427,10 @@ def time_parameterize(
                 return finish(tr, Pcur, rows)
             bad = _spline_collisions(tr, Pcur, scene, resolution)
             if not bad.any():
-                return finish(tr, Pcur, rows)
+                if _samples_valid(tr.positions, checker, world, resolution, ignore_self):
+                    return finish(tr, Pcur, rows)
+                break  # final guard: the emitted samples (and straight lines between them)
+                # must be collision-free too; otherwise fall back to exact straight segments
             if _straight_collides(Pcur, bad, scene, resolution):
                 break  # the straight segment itself grazes an obstacle: refining cannot help
             # insert the midpoint of every colliding segment (and of its neighbours)
