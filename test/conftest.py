@@ -31,6 +31,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long-running test")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_kernels() -> None:
+    """Compile (cold cache, e.g. a fresh CI clone) or load every numba kernel once before any
+    test: a compile inside a ROS test holds the GIL for seconds and starves the nodes' spin
+    threads, which timing-sensitive ROS tests then report as stale joint states."""
+    from robot_collision.warmup import warm_up
+
+    warm_up()
+
+
 @pytest.fixture(scope="session")
 def default_robot() -> RobotModel:
     return RobotModel.from_urdf(URDF_DIR / "default_arm.urdf", srdf=URDF_DIR / "default_arm.srdf")
