@@ -1,12 +1,14 @@
 """Fixtures for the ROS tests: one rclpy context per test module, spun by a background
-``MultiThreadedExecutor``; helpers to collect messages and wait with a timeout.
+``SingleThreadedExecutor``; helpers to collect messages and wait with a timeout.
 
 Isolation: discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) and every
 test puts its nodes in a fresh namespace (``ros.namespace()``), so concurrent test runs on the
 same machine and domain do not see each other's topics.
 
-Executor: a MultiThreadedExecutor (4 threads) by default; a module that sets
-``ROS_EXECUTOR = "single"`` gets a SingleThreadedExecutor instead.
+Executor: a SingleThreadedExecutor by default (rclpy's MultiThreadedExecutor was measured to
+starve the other threads of a process: joint states arrived in bursts with gaps up to 0.9 s,
+which made timing-sensitive tests flaky in a fresh CI clone); a module that sets
+``ROS_EXECUTOR = "multi"`` gets a MultiThreadedExecutor (4 threads).
 
 Teardown order (see shared/docs/ros2-from-pypi.md): ``rclpy.try_shutdown`` → join the spin
 thread → ``executor.shutdown()``.
@@ -101,7 +103,7 @@ class Collector:
 class RosHarness:
     """A context, a background executor and a helper node, for one test module."""
 
-    def __init__(self, executor: str = "multi") -> None:
+    def __init__(self, executor: str = "single") -> None:
         from rclpy.executors import (
             ExternalShutdownException,
             MultiThreadedExecutor,
@@ -182,11 +184,9 @@ class RosHarness:
 
 @pytest.fixture(scope="module")
 def ros(request: pytest.FixtureRequest) -> Iterator[RosHarness]:
-    """The module's harness. A test module may set ``ROS_EXECUTOR = "single"`` to spin with a
-    SingleThreadedExecutor (much less overhead per callback in rclpy, so rate-sensitive tests
-    are steadier; only if no callback under test blocks for long); default: a
-    MultiThreadedExecutor with 4 threads."""
-    harness = RosHarness(getattr(request.module, "ROS_EXECUTOR", "multi"))
+    """The module's harness: a SingleThreadedExecutor, or a MultiThreadedExecutor with 4
+    threads when the module sets ``ROS_EXECUTOR = "multi"``."""
+    harness = RosHarness(getattr(request.module, "ROS_EXECUTOR", "single"))
     try:
         yield harness
     finally:

@@ -38,6 +38,10 @@ from robot_collision.ros.planner_node import PlannerNode  # noqa: E402
 from robot_collision_interfaces.action import PlanMotion  # noqa: E402
 from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg  # noqa: E402
 
+# the action server must also work on a multi-threaded executor (test_planner_node_single.py
+# runs the same tests on the default single-threaded one)
+ROS_EXECUTOR = "multi"
+
 pytestmark = pytest.mark.ros
 
 URDF, SRDF = default_robot_paths()
