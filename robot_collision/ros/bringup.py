@@ -227,8 +227,11 @@ def run_nodes(
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
-        print(f"robot_collision: {type(exc).__name__}: {exc}", file=sys.stderr)
-        code = 1
+        if rclpy.ok():
+            print(f"robot_collision: {type(exc).__name__}: {exc}", file=sys.stderr)
+            code = 1
+        # else: SIGINT/SIGTERM shut the context down while the executor was waiting; rclpy
+        # then raises RCLError ("context is not valid") instead of ExternalShutdownException
     finally:
         # shared/docs/ros2-from-pypi.md: rclpy.try_shutdown(), then join the spin threads, then
         # executor.shutdown() (the reverse aborted the process); nodes are destroyed once
