@@ -58,6 +58,7 @@ from .conversions import (
     ClearanceMsgBuilder,
     ConversionError,
     JointStateMapper,
+    apply_parameter_values,
     check_result_to_response,
 )
 from .markers import ClearanceMarkers
@@ -247,18 +248,7 @@ def settings_from_values(
     base value for it and return the error texts as the second element.
     """
     settings = base or CheckerSettings()
-    errors: list[str] = []
-    changes: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in PARAMETERS:
-            continue
-        try:
-            changes[name] = _validate_one(name, value)
-        except ConfigurationError as exc:
-            if strict:
-                raise
-            errors.append(f"{exc}; using {getattr(settings, name)!r}")
-    return replace(settings, **changes), errors
+    return apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
 
 
 def _rule_pairs(robot: RobotModel, rule: str) -> list[tuple[str, str]]:

@@ -22,21 +22,22 @@ from __future__ import annotations
 
 import array
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..checker import CheckResult
 from ..clearance import ClearanceTable
-from ..errors import RobotCollisionError
+from ..errors import ConfigurationError, RobotCollisionError
 from ..shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from ..transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 __all__ = [
     "ConversionError",
+    "apply_parameter_values",
     "JointStateMapper",
     "joint_positions",
     "pose_to_matrix",
@@ -709,3 +710,33 @@ def collision_object_to_world_objects(obj: Any) -> list[WorldObject]:
             f"CollisionObject {upd.object_id!r}: {upd.operation.upper()} carries no geometry"
         )
     return upd.world_objects()
+
+
+SettingsT = TypeVar("SettingsT")
+
+
+def apply_parameter_values(
+    settings: SettingsT,
+    values: Mapping[str, Any],
+    names: Container[str],
+    validate_one: Callable[[str, Any], Any],
+    strict: bool = True,
+) -> tuple[SettingsT, list[str]]:
+    """``settings`` (a dataclass) with the valid ``values`` of the parameters in ``names``
+    applied (validated by ``validate_one(name, value)``); others are ignored.
+
+    ``strict``: raise :class:`ConfigurationError` on the first invalid value; otherwise keep the
+    current value for it and return the error texts as the second element.
+    """
+    errors: list[str] = []
+    changes: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in names:
+            continue
+        try:
+            changes[name] = validate_one(name, value)
+        except ConfigurationError as exc:
+            if strict:
+                raise
+            errors.append(f"{exc}; using {getattr(settings, name)!r}")
+    return replace(settings, **changes), errors  # type: ignore[type-var]

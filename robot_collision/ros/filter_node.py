@@ -105,7 +105,7 @@ from ..avoidance import FilterOptions, VelocityFilter
 from ..checker import CollisionChecker
 from ..errors import ConfigurationError, RobotCollisionError
 from ..model import RobotModel
-from .conversions import ConversionError, JointStateMapper
+from .conversions import ConversionError, JointStateMapper, apply_parameter_values
 from .robot_loader import RobotLoader
 from .world import WorldModel, load_world_file
 
@@ -353,24 +353,13 @@ def settings_from_values(
     filter options); otherwise keep the base value for it and return the error texts.
     """
     settings = base or FilterNodeSettings()
-    errors: list[str] = []
-    changes: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in PARAMETERS:
-            continue
-        try:
-            changes[name] = _validate_one(name, value)
-        except ConfigurationError as exc:
-            if strict:
-                raise
-            errors.append(f"{exc}; using {getattr(settings, name)!r}")
-    new = replace(settings, **changes)
+    new, errors = apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
     try:
         return _with_options(new), errors
     except ConfigurationError as exc:
         if strict:
             raise
-        names = [n for n in changes if n in _OPTION_NAMES or n == "weights"]
+        names = [n for n in values if n in _OPTION_NAMES or n == "weights"]
         errors.append(f"{exc}; using the previous values of {names}")
         return _with_options(replace(new, **{n: getattr(settings, n) for n in names})), errors
 

@@ -124,7 +124,7 @@ from ..shapes import WorldObject
 from ..trajectory import DEFAULT_ACCELERATION_LIMIT, TimedTrajectory, time_parameterize
 from .checker_node import make_checker
 from .checker_node import settings_from_values as checker_settings_from_values
-from .conversions import ConversionError, JointStateMapper, pose_to_matrix
+from .conversions import ConversionError, JointStateMapper, apply_parameter_values, pose_to_matrix
 from .markers import ClearanceMarkers
 from .robot_loader import RobotLoader
 from .world import WorldModel, load_world_file
@@ -486,18 +486,7 @@ def settings_from_values(
     base value for it and return the error texts as the second element.
     """
     settings = base or PlannerSettings()
-    errors: list[str] = []
-    changes: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in PARAMETERS:
-            continue
-        try:
-            changes[name] = _validate_one(name, value)
-        except ConfigurationError as exc:
-            if strict:
-                raise
-            errors.append(f"{exc}; using {getattr(settings, name)!r}")
-    return replace(settings, **changes), errors
+    return apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
 
 
 def _checker_for(robot: RobotModel, settings: PlannerSettings) -> CollisionChecker:
