@@ -34,7 +34,6 @@ from typing import Any, Optional, Union
 import numpy as np
 from numpy.typing import NDArray
 from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
-    ParameterDescriptor,
     SetParametersResult,
 )
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -60,6 +59,7 @@ from .conversions import (
     JointStateMapper,
     apply_parameter_values,
     check_result_to_response,
+    declare_parameter_table,
 )
 from .markers import ClearanceMarkers
 from .robot_loader import RobotLoader
@@ -333,12 +333,7 @@ class CollisionCheckerNode(Node):
 
         # ---- parameters: declared with dynamic typing (a mistyped value in a parameter file must
         # not abort the node), then validated here (invalid start-up values → defaults)
-        for name, (default, text, constraints) in PARAMETERS.items():
-            self.declare_parameter(
-                name, default,
-                ParameterDescriptor(
-                    description=text, additional_constraints=constraints, dynamic_typing=True),
-            )
+        declare_parameter_table(self, PARAMETERS)
         values = {name: self._param_value(name) for name in PARAMETERS}
         self._settings, errors = settings_from_values(values, strict=False)
         for err in errors:

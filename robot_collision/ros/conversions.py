@@ -38,6 +38,7 @@ from ..transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 __all__ = [
     "ConversionError",
     "apply_parameter_values",
+    "declare_parameter_table",
     "JointStateMapper",
     "joint_positions",
     "pose_to_matrix",
@@ -740,3 +741,26 @@ def apply_parameter_values(
                 raise
             errors.append(f"{exc}; using {getattr(settings, name)!r}")
     return replace(settings, **changes), errors  # type: ignore[type-var]
+
+
+def declare_parameter_table(
+    node: Any,
+    table: Mapping[str, tuple[Any, str, str]],
+    read_only: Container[str] = (),
+) -> None:
+    """Declare every ``name: (default, description, constraints)`` of ``table`` on ``node``,
+    with dynamic typing (a mistyped value in a parameter file must not abort the node; values
+    are validated by the node) and ``read_only`` for the names in ``read_only``."""
+    from rcl_interfaces.msg import ParameterDescriptor  # type: ignore[import-untyped,unused-ignore]
+
+    for name, (default, text, constraints) in table.items():
+        node.declare_parameter(
+            name,
+            default,
+            ParameterDescriptor(
+                description=text,
+                additional_constraints=constraints,
+                dynamic_typing=True,
+                read_only=name in read_only,
+            ),
+        )

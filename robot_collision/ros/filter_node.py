@@ -80,7 +80,7 @@ from typing import Any, Optional
 
 import numpy as np
 from numpy.typing import NDArray
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -105,7 +105,12 @@ from ..avoidance import FilterOptions, VelocityFilter
 from ..checker import CollisionChecker
 from ..errors import ConfigurationError, RobotCollisionError
 from ..model import RobotModel
-from .conversions import ConversionError, JointStateMapper, apply_parameter_values
+from .conversions import (
+    ConversionError,
+    JointStateMapper,
+    apply_parameter_values,
+    declare_parameter_table,
+)
 from .robot_loader import RobotLoader
 from .world import WorldModel, load_world_file
 
@@ -432,12 +437,7 @@ class VelocityFilterNode(Node):
         self.world = WorldModel()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
 
-        for name, (default, text, constraints) in PARAMETERS.items():
-            self.declare_parameter(
-                name, default,
-                ParameterDescriptor(description=text, additional_constraints=constraints,
-                                    dynamic_typing=True, read_only=name in _READ_ONLY),
-            )
+        declare_parameter_table(self, PARAMETERS, _READ_ONLY)
         values = {name: self._param_value(name) for name in PARAMETERS}
         self._settings, errors = settings_from_values(values, strict=False)
         for err in errors:

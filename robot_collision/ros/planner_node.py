@@ -90,7 +90,6 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from numpy.typing import NDArray
 from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
-    ParameterDescriptor,
     SetParametersResult,
 )
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -124,7 +123,13 @@ from ..shapes import WorldObject
 from ..trajectory import DEFAULT_ACCELERATION_LIMIT, TimedTrajectory, time_parameterize
 from .checker_node import make_checker
 from .checker_node import settings_from_values as checker_settings_from_values
-from .conversions import ConversionError, JointStateMapper, apply_parameter_values, pose_to_matrix
+from .conversions import (
+    ConversionError,
+    JointStateMapper,
+    apply_parameter_values,
+    declare_parameter_table,
+    pose_to_matrix,
+)
 from .markers import ClearanceMarkers
 from .robot_loader import RobotLoader
 from .world import WorldModel, load_world_file
@@ -887,13 +892,7 @@ class PlannerNode(Node):
         self.world = WorldModel()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
 
-        for name, (default, text, constraints) in PARAMETERS.items():
-            self.declare_parameter(
-                name, default,
-                ParameterDescriptor(
-                    description=text, additional_constraints=constraints, dynamic_typing=True,
-                    read_only=name in _READ_ONLY),
-            )
+        declare_parameter_table(self, PARAMETERS, _READ_ONLY)
         values = {name: self._param_value(name) for name in PARAMETERS}
         self._settings, errors = settings_from_values(values, strict=False)
         for err in errors:
