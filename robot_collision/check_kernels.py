@@ -13,6 +13,8 @@ import numpy as np
 from numba import njit, prange
 
 from .distance import shape_distance
+from .jitcall import call_or as _call_or
+from .jitcall import nothrow as _nothrow
 from .kinematics import KinematicArrays, fk_into
 from .scene import PairArrays, RobotArrays, WorldArrays
 from .shapes import BOX, CAPSULE, SPHERE
@@ -75,8 +77,8 @@ def _full_sphere_pose(kinds, P, i):  # type: ignore[no-untyped-def]
 @njit(cache=True, fastmath=True, boundscheck=False)
 def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, o, pad, buf):  # type: ignore[no-untyped-def]
     """Overlap of shape ``s`` with shape ``o`` through the GJK/EPA kernel (off the fast path)."""
-    _full_sphere_pose(ks, SP, s)
-    _full_sphere_pose(ko, P, o)
+    _nothrow(_full_sphere_pose, ks, SP, s)
+    _nothrow(_full_sphere_pose, ko, P, o)
     d = shape_distance(
         ks[s],
         ps[s],
@@ -95,7 +97,8 @@ def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def link_shape_poses(l, T, link_start, kind, local, SP):  # type: ignore[no-untyped-def]
-    """Base-frame poses of link ``l``'s shapes into ``SP`` (S, 4, 4); spheres: centre only."""
+    """Base-frame poses of link ``l``'s shapes into ``SP`` (S, 4, 4); spheres: centre only.
+    Returns True (a value for ``call_or``)."""
     for s in range(link_start[l], link_start[l + 1]):
         if kind[s] == SPHERE:
             for a in range(3):
@@ -120,13 +123,14 @@ def link_shape_poses(l, T, link_start, kind, local, SP):  # type: ignore[no-unty
         SP[s, 3, 1] = 0.0
         SP[s, 3, 2] = 0.0
         SP[s, 3, 3] = 1.0
+    return True
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def all_shape_poses(T, link_start, kind, local, SP):  # type: ignore[no-untyped-def]
     """Base-frame poses of every robot shape into ``SP`` (S, 4, 4); spheres: centre only."""
     for l in range(link_start.shape[0] - 1):
-        link_shape_poses(l, T, link_start, kind, local, SP)
+        _nothrow(link_shape_poses, l, T, link_start, kind, local, SP)
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -134,9 +138,12 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     """Validity of the configuration whose link poses are already in ``T`` (L, 4, 4).
 
     ``SP`` (S, 4, 4), ``ready`` (L,) bool and ``buf`` (L + 3, 3) are scratch buffers.
-    Performance note: every branch is dispatched here, in the loop body, calling only leaf
-    helpers; a helper that forwards array arguments to another
-    function costs ~25x more per call (reference counting of the forwarded arrays).
+    Performance notes (see :mod:`robot_collision.jitcall`): every branch is dispatched here,
+    calling only leaf helpers, through ``call_or`` (a failed helper counts as a collision);
+    the function has a single exit and releases all its arrays there. Together these let
+    numba drop the ~50 reference-count operations a call otherwise pays (~230 ns, a quarter
+    of a collision-free check of the 59-sphere Panda). This function is called once per
+    configuration by the checker, the planner and IK.
     """
     # unpack once: attribute access on tuples inside loops costs reference counting
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
@@ -158,7 +165,10 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                 + T[l, a, 2] * bcen[l, 2]
                 + T[l, a, 3]
             )
-    # environment
+    # environment. Single exit: every test sets ``ok`` and breaks out, so that the function
+    # returns from one block (numba's reference-count pruning removes the per-call increfs of
+    # the ~25 arrays held here only then; early ``return``s from the loops cost ~230 ns a call).
+    ok = True
     W = wkind.shape[0]
     for l in range(L):
         rl = brad[l]
@@ -175,16 +185,21 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             # tighter: the link's bounding sphere against the object itself (exact for
             # spheres, capsules and boxes; flat walls cull most links this way)
             if (
-                _sphere_hits(cen[l, 0], cen[l, 1], cen[l, 2], rl + pad, wkind[o], wparams, wpose, o)
+                _call_or(
+                    _sphere_hits, 1, cen[l, 0], cen[l, 1], cen[l, 2], rl + pad, wkind[o], wparams,
+                    wpose, o,
+                )
                 == 0
             ):
                 continue
             if not ready[l]:
-                link_shape_poses(l, T, link_start, kind, local, SP)
+                ok = _call_or(link_shape_poses, False, l, T, link_start, kind, local, SP)
                 ready[l] = True
             for s in range(link_start[l], link_start[l + 1]):
                 if kind[s] == SPHERE:
-                    h = _sphere_hits(
+                    h = _call_or(
+                        _sphere_hits,
+                        1,
                         SP[s, 0, 3],
                         SP[s, 1, 3],
                         SP[s, 2, 3],
@@ -195,7 +210,9 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                         o,
                     )
                 elif wkind[o] == SPHERE:
-                    h = _sphere_hits(
+                    h = _call_or(
+                        _sphere_hits,
+                        1,
                         wpose[o, 0, 3],
                         wpose[o, 1, 3],
                         wpose[o, 2, 3],
@@ -207,102 +224,132 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                     )
                 else:
                     h = -1
-                if h == 1:
-                    return False
-                if h < 0 and _general_overlap(
-                    kind,
-                    params,
-                    SP,
-                    vstart,
-                    vcount,
-                    verts,
-                    s,
-                    wkind,
-                    wparams,
-                    wpose,
-                    wvstart,
-                    wvcount,
-                    wverts,
-                    o,
-                    pad,
-                    buf,
-                ):
-                    return False
-    if not check_self:
-        return True
-    for k in range(self_a.shape[0]):
-        a = self_a[k]
-        b = self_b[k]
-        pad = self_pad[k]
-        dx = cen[a, 0] - cen[b, 0]
-        dy = cen[a, 1] - cen[b, 1]
-        dz = cen[a, 2] - cen[b, 2]
-        rb = brad[b]
-        rr = brad[a] + rb + pad
-        if dx * dx + dy * dy + dz * dz >= rr * rr:
-            continue
-        if not ready[a]:
-            link_shape_poses(a, T, link_start, kind, local, SP)
-            ready[a] = True
-        if not ready[b]:
-            link_shape_poses(b, T, link_start, kind, local, SP)
-            ready[b] = True
-        for s in range(link_start[a], link_start[a + 1]):
-            if kind[s] == SPHERE:
-                # cull s against b's bounding sphere first
-                ex = SP[s, 0, 3] - cen[b, 0]
-                ey = SP[s, 1, 3] - cen[b, 1]
-                ez = SP[s, 2, 3] - cen[b, 2]
-                rs_ = params[s, 0] + rb + pad
-                if ex * ex + ey * ey + ez * ez >= rs_ * rs_:
-                    continue
-            for t in range(link_start[b], link_start[b + 1]):
-                if kind[s] == SPHERE:
-                    h = _sphere_hits(
-                        SP[s, 0, 3],
-                        SP[s, 1, 3],
-                        SP[s, 2, 3],
-                        params[s, 0] + pad,
-                        kind[t],
+                if h == 1 or (
+                    h < 0
+                    and _call_or(
+                        _general_overlap,
+                        True,
+                        kind,
                         params,
                         SP,
-                        t,
-                    )
-                elif kind[t] == SPHERE:
-                    h = _sphere_hits(
-                        SP[t, 0, 3],
-                        SP[t, 1, 3],
-                        SP[t, 2, 3],
-                        params[t, 0] + pad,
-                        kind[s],
-                        params,
-                        SP,
+                        vstart,
+                        vcount,
+                        verts,
                         s,
+                        wkind,
+                        wparams,
+                        wpose,
+                        wvstart,
+                        wvcount,
+                        wverts,
+                        o,
+                        pad,
+                        buf,
                     )
-                else:
-                    h = -1
-                if h == 1:
-                    return False
-                if h < 0 and _general_overlap(
-                    kind,
-                    params,
-                    SP,
-                    vstart,
-                    vcount,
-                    verts,
-                    s,
-                    kind,
-                    params,
-                    SP,
-                    vstart,
-                    vcount,
-                    verts,
-                    t,
-                    pad,
-                    buf,
                 ):
-                    return False
-    return True
+                    ok = False
+                    break
+            if not ok:
+                break
+        if not ok:
+            break
+    if ok and check_self:
+        for k in range(self_a.shape[0]):
+            a = self_a[k]
+            b = self_b[k]
+            pad = self_pad[k]
+            dx = cen[a, 0] - cen[b, 0]
+            dy = cen[a, 1] - cen[b, 1]
+            dz = cen[a, 2] - cen[b, 2]
+            rb = brad[b]
+            rr = brad[a] + rb + pad
+            if dx * dx + dy * dy + dz * dz >= rr * rr:
+                continue
+            if not ready[a]:
+                ok = _call_or(link_shape_poses, False, a, T, link_start, kind, local, SP)
+                ready[a] = True
+            if not ready[b]:
+                ok = _call_or(link_shape_poses, False, b, T, link_start, kind, local, SP)
+                ready[b] = True
+            for s in range(link_start[a], link_start[a + 1]):
+                if kind[s] == SPHERE:
+                    # cull s against b's bounding sphere first
+                    ex = SP[s, 0, 3] - cen[b, 0]
+                    ey = SP[s, 1, 3] - cen[b, 1]
+                    ez = SP[s, 2, 3] - cen[b, 2]
+                    rs_ = params[s, 0] + rb + pad
+                    if ex * ex + ey * ey + ez * ez >= rs_ * rs_:
+                        continue
+                for t in range(link_start[b], link_start[b + 1]):
+                    if kind[s] == SPHERE:
+                        h = _call_or(
+                            _sphere_hits,
+                            1,
+                            SP[s, 0, 3],
+                            SP[s, 1, 3],
+                            SP[s, 2, 3],
+                            params[s, 0] + pad,
+                            kind[t],
+                            params,
+                            SP,
+                            t,
+                        )
+                    elif kind[t] == SPHERE:
+                        h = _call_or(
+                            _sphere_hits,
+                            1,
+                            SP[t, 0, 3],
+                            SP[t, 1, 3],
+                            SP[t, 2, 3],
+                            params[t, 0] + pad,
+                            kind[s],
+                            params,
+                            SP,
+                            s,
+                        )
+                    else:
+                        h = -1
+                    if h == 1 or (
+                        h < 0
+                        and _call_or(
+                            _general_overlap,
+                            True,
+                            kind,
+                            params,
+                            SP,
+                            vstart,
+                            vcount,
+                            verts,
+                            s,
+                            kind,
+                            params,
+                            SP,
+                            vstart,
+                            vcount,
+                            verts,
+                            t,
+                            pad,
+                            buf,
+                        )
+                    ):
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if not ok:
+                break
+    # Final use of every array held here, so that all of them are released in this one block
+    # (otherwise numba frees each after its last use, in different blocks, and the pruning
+    # fails). Reading shapes costs nothing.
+    held = (
+        T.shape[0] + SP.shape[0] + ready.shape[0] + buf.shape[0] + cen.shape[0]
+        + link_start.shape[0] + kind.shape[0] + params.shape[0] + local.shape[0]
+        + vstart.shape[0] + vcount.shape[0] + verts.shape[0] + bcen.shape[0] + brad.shape[0]
+        + wkind.shape[0] + wparams.shape[0] + wpose.shape[0] + wvstart.shape[0]
+        + wvcount.shape[0] + wverts.shape[0] + wbcen.shape[0] + wbrad.shape[0]
+        + world_pad.shape[0] + self_a.shape[0] + self_b.shape[0] + self_pad.shape[0]
+    )
+    return ok and held >= 0
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -313,8 +360,10 @@ def config_valid(q, kin, rs, ws, pr, check_self):  # type: ignore[no-untyped-def
     SP = np.empty((rs.kind.shape[0], 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
-    fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T)
-    return _valid_at(T, rs, ws, pr, SP, ready, check_self, buf)
+    _nothrow(
+        fk_into, q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T
+    )
+    return _nothrow(_valid_at, T, rs, ws, pr, SP, ready, check_self, buf)
 
 
 @njit(cache=True, parallel=True, fastmath=True, boundscheck=False)
@@ -332,7 +381,7 @@ def config_valid_batch(Q, kin, rs, ws, pr, check_self, out):  # type: ignore[no-
         lo = c * N // nchunks
         hi = (c + 1) * N // nchunks
         for k in range(lo, hi):
-            fk_into(
+            _nothrow(fk_into,
                 Q[k],
                 kin.parent,
                 kin.jtype,
@@ -343,7 +392,7 @@ def config_valid_batch(Q, kin, rs, ws, pr, check_self, out):  # type: ignore[no-
                 kin.offset,
                 T,
             )
-            out[k] = _valid_at(T, rs, ws, pr, SP, ready, check_self, buf)
+            out[k] = _nothrow(_valid_at, T, rs, ws, pr, SP, ready, check_self, buf)
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -356,8 +405,11 @@ def motion_valid(q0, q1, steps, kin, rs, ws, pr, check_self, T, SP, ready, buf):
     for k in (steps, 0):
         for j in range(n):
             q[j] = q0[j] + (q1[j] - q0[j]) * (k / steps) if steps > 0 else q0[j]
-        fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T)
-        if not _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
+        _nothrow(
+            fk_into, q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale,
+            kin.offset, T,
+        )
+        if not _nothrow(_valid_at, T, rs, ws, pr, SP, ready, check_self, buf):
             return False
     stride = 1
     while stride < steps:
@@ -370,7 +422,7 @@ def motion_valid(q0, q1, steps, kin, rs, ws, pr, check_self, T, SP, ready, buf):
                 t = k / steps
                 for j in range(n):
                     q[j] = q0[j] + (q1[j] - q0[j]) * t
-                fk_into(
+                _nothrow(fk_into,
                     q,
                     kin.parent,
                     kin.jtype,
@@ -381,7 +433,7 @@ def motion_valid(q0, q1, steps, kin, rs, ws, pr, check_self, T, SP, ready, buf):
                     kin.offset,
                     T,
                 )
-                if not _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
+                if not _nothrow(_valid_at, T, rs, ws, pr, SP, ready, check_self, buf):
                     return False
             k += half
         stride = half
@@ -843,7 +895,7 @@ def packed_valid(q, F, I, check_self):  # type: ignore[no-untyped-def]
         if not np.isfinite(q[j]):
             return -1
     kin, rs, ws, pr = unpack_scene(F, I)
-    return 1 if config_valid(q, kin, rs, ws, pr, check_self) else 0
+    return 1 if _nothrow(config_valid, q, kin, rs, ws, pr, check_self) else 0
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -856,10 +908,10 @@ def packed_valid_serial(Q, F, I, check_self, out):  # type: ignore[no-untyped-de
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
     for k in range(Q.shape[0]):
-        fk_into(
+        _nothrow(fk_into,
             Q[k], kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T
         )
-        out[k] = _valid_at(T, rs, ws, pr, SP, ready, check_self, buf)
+        out[k] = _nothrow(_valid_at, T, rs, ws, pr, SP, ready, check_self, buf)
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)

@@ -12,6 +12,13 @@ each other directly. The pruning also needs simple control flow between the incr
 decrefs (``shape_distance`` is a flat if/elif chain) and all arrays of a function released in
 the same block (hence the final use of ``va`` / ``vb`` in ``_add_point``); shapes are passed
 to the GJK/EPA internals as tuples of scalars for the same reason.
+
+A function that also loops cannot be pruned with ``nothrow`` calls in it: each one adds an exit
+(the raise) besides the normal return, and llvmlite's pruner then needs loop-free paths from the
+incref to every decref. Such functions (the per-configuration validity kernel, called in every
+loop of the checker, planner and IK) call their helpers through ``call_or``, which adds no exit:
+a failed call yields the given fallback value instead, chosen so that a failure errs on the safe
+side (for collision queries: "in collision").
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["nothrow"]
+__all__ = ["call_or", "nothrow"]
 
 
 @intrinsic
@@ -42,5 +49,26 @@ def nothrow(typingctx, fn, *args):  # type: ignore[no-untyped-def]
                 builder, RuntimeError, ("robot_collision: compiled kernel failed",)
             )
         return res
+
+    return sig, codegen
+
+
+@intrinsic
+def call_or(typingctx, fn, fallback, *args):  # type: ignore[no-untyped-def]
+    """``fn(*args)`` for a jitted ``fn``, or ``fallback`` (cast to ``fn``'s return type) if the
+    call fails; adds no exit to the caller (see above)."""
+    argtys = tuple(types.unliteral(a) for a in args)
+    disp = fn.dispatcher
+    disp.compile(argtys)
+    cres = disp.overloads[argtys]
+    inner = cres.signature
+    sig = inner.return_type(fn, fallback, types.StarArgTuple.from_types(argtys))
+
+    def codegen(context, builder, signature, llargs):  # type: ignore[no-untyped-def]
+        context.add_linking_libs([cres.library])
+        vals = cgutils.unpack_tuple(builder, llargs[2], len(argtys))
+        status, res = context.call_internal_no_propagate(builder, cres.fndesc, inner, vals)
+        alt = context.cast(builder, llargs[1], signature.args[1], inner.return_type)
+        return builder.select(status.is_error, alt, res)
 
     return sig, codegen
