@@ -11,7 +11,7 @@ from numba import njit
 
 from robot_collision import CollisionChecker, RobotModel, Sphere, WorldObject
 from robot_collision.check_kernels import _valid_at, unpack_scene
-from robot_collision.jitcall import call_or, nothrow
+from robot_collision.jitcall import call_or, inline_call_or, nothrow
 from robot_collision.kinematics import fk_into
 
 
@@ -28,6 +28,11 @@ def _via_call_or(x):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=False)
+def _via_inline_call_or(x):  # type: ignore[no-untyped-def]
+    return inline_call_or(_half_or_raise, -7, x)
+
+
+@njit(cache=False)
 def _via_nothrow(x):  # type: ignore[no-untyped-def]
     return nothrow(_half_or_raise, x)
 
@@ -35,6 +40,8 @@ def _via_nothrow(x):  # type: ignore[no-untyped-def]
 def test_call_or_returns_the_result_or_the_fallback() -> None:
     assert _via_call_or(3.0) == 1.5
     assert _via_call_or(-1.0) == -7.0  # the callee raised: fallback, cast to float
+    assert _via_inline_call_or(3.0) == 1.5
+    assert _via_inline_call_or(-1.0) == -7.0
 
 
 def test_nothrow_turns_a_failure_into_runtime_error() -> None:

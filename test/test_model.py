@@ -89,6 +89,59 @@ def test_mixed_joint_types_and_mimic() -> None:
     np.testing.assert_allclose(T["e"][:3, :3], Rd @ rot_x(follow2), atol=1e-12)
 
 
+AXES = """<?xml version="1.0"?>
+<robot name="axes">
+  <link name="base"/><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/>
+    <origin xyz="0.1 0 0.2" rpy="0.3 -0.2 0.5"/><axis xyz="0 0 -1"/>
+    <limit lower="-3" upper="3" velocity="1" effort="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/>
+    <origin xyz="0 0.2 0" rpy="0 0.4 0"/><axis xyz="0 0 2.5"/>
+    <limit lower="-3" upper="3" velocity="1" effort="1"/></joint>
+  <joint name="j3" type="revolute"><parent link="b"/><child link="c"/>
+    <origin xyz="0 0 0.3"/><axis xyz="1 1 1"/>
+    <limit lower="-3" upper="3" velocity="1" effort="1"/></joint>
+  <joint name="j4" type="revolute"><parent link="c"/><child link="d"/>
+    <origin xyz="0.2 0 0" rpy="1 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" velocity="1" effort="1"/></joint>
+</robot>
+"""
+
+
+def _rodrigues(axis: list[float], angle: float) -> np.ndarray:
+    u = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def _rpy(r: float, p: float, y: float) -> np.ndarray:
+    return _rodrigues([0, 0, 1], y) @ _rodrigues([0, 1, 0], p) @ _rodrigues([1, 0, 0], r)
+
+
+def test_fk_for_negative_scaled_and_skew_axes(rng: np.random.Generator) -> None:
+    """Joint axes -z, an unnormalised +z (the fast path), a skew axis and y, against a chain of
+    4x4 products built from Rodrigues' formula."""
+    robot = RobotModel.from_urdf(AXES)
+    joints = [  # (xyz, rpy, axis)
+        ([0.1, 0, 0.2], (0.3, -0.2, 0.5), [0, 0, -1]),
+        ([0, 0.2, 0], (0, 0.4, 0), [0, 0, 2.5]),
+        ([0, 0, 0.3], (0, 0, 0), [1, 1, 1]),
+        ([0.2, 0, 0], (1, 0, 0), [0, 1, 0]),
+    ]
+    for _ in range(5):
+        q = rng.uniform(-3, 3, 4)
+        T = robot.link_transforms(q)
+        acc = np.eye(4)
+        for name, (xyz, rpy, axis), angle in zip("abcd", joints, q):
+            origin = np.eye(4)
+            origin[:3, :3] = _rpy(*rpy)
+            origin[:3, 3] = xyz
+            motion = np.eye(4)
+            motion[:3, :3] = _rodrigues(axis, angle)
+            acc = acc @ origin @ motion
+            np.testing.assert_allclose(T[name], acc, atol=1e-12)
+
+
 def test_point_jacobian_matches_finite_differences(rng: np.random.Generator) -> None:
     robot = RobotModel.from_urdf(MIXED)
     k = robot.kin
