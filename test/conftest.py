@@ -39,6 +39,14 @@ def _compiled_kernels() -> None:
     from robot_collision.warmup import warm_up
 
     warm_up()
+    # the ROS layer's kernel (the node also warms it up at start, but then inside a process
+    # that may be running other nodes)
+    from robot_collision import CollisionChecker, RobotModel, default_robot_paths
+    from robot_collision.ros.cdr import ClearanceTableWriter
+
+    robot = RobotModel.from_urdf(default_robot_paths()[0])
+    table = CollisionChecker(robot).clearance(robot.home_configuration())
+    ClearanceTableWriter().serialize(table, 0, 0, "base")
 
 
 @pytest.fixture(scope="session")
