@@ -65,6 +65,19 @@ def _sphere_hits(cx, cy, cz, r, ko, po, P, o):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
+def _box_gap2(x, y, z, box, o):  # type: ignore[no-untyped-def]
+    """Squared distance (m²) from point (x, y, z) to the enclosing box of world object ``o``
+    (``WorldArrays.box`` columns), zero inside."""
+    dx = x - box[9, o]
+    dy = y - box[10, o]
+    dz = z - box[11, o]
+    ex = max(abs(dx * box[0, o] + dy * box[3, o] + dz * box[6, o]) - box[12, o], 0.0)
+    ey = max(abs(dx * box[1, o] + dy * box[4, o] + dz * box[7, o]) - box[13, o], 0.0)
+    ez = max(abs(dx * box[2, o] + dy * box[5, o] + dz * box[8, o]) - box[14, o], 0.0)
+    return ex * ex + ey * ey + ez * ez
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
 def _full_sphere_pose(kinds, P, i):  # type: ignore[no-untyped-def]
     """Complete a sphere pose (centre-only on the fast path) with an identity rotation."""
     if kinds[i] == SPHERE:
@@ -155,7 +168,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     bcen, brad = rs.bound_center, rs.bound_radius
     wkind, wparams, wpose = ws.kind, ws.params, ws.pose
     wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
-    wbcen, wbrad = ws.bound_center, ws.bound_radius
+    wbox = ws.box
     world_pad, self_a, self_b, self_pad = pr.world_pad, pr.self_a, pr.self_b, pr.self_pad
     L = link_start.shape[0] - 1
     for l in range(L):
@@ -178,21 +191,24 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         rl = brad[l]
         if rl < 0.0:
             continue
+        x, y, z = cen[l, 0], cen[l, 1], cen[l, 2]
+        # the link's bounding sphere against every object's enclosing box, branch-free so that
+        # it vectorises over objects: most links are near none
+        near = 0
+        for o in range(W):
+            rr = rl + world_pad[l, o]
+            near += _inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) < rr * rr
+        if near == 0:
+            continue
         for o in range(W):
             pad = world_pad[l, o]
-            dx = cen[l, 0] - wbcen[o, 0]
-            dy = cen[l, 1] - wbcen[o, 1]
-            dz = cen[l, 2] - wbcen[o, 2]
-            rr = rl + wbrad[o] + pad
-            if dx * dx + dy * dy + dz * dz >= rr * rr:
+            rr = rl + pad
+            if _inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) >= rr * rr:
                 continue
-            # tighter: the link's bounding sphere against the object itself (exact for
-            # spheres, capsules and boxes; flat walls cull most links this way)
+            # tighter for spheres and capsules: the bounding sphere against the object itself
             if (
-                _inline_call_or(
-                    _sphere_hits, 1, cen[l, 0], cen[l, 1], cen[l, 2], rl + pad, wkind[o], wparams,
-                    wpose, o,
-                )
+                wkind[o] != BOX
+                and _inline_call_or(_sphere_hits, 1, x, y, z, rl + pad, wkind[o], wparams, wpose, o)
                 == 0
             ):
                 continue
@@ -350,7 +366,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         + link_start.shape[0] + kind.shape[0] + params.shape[0] + local.shape[0]
         + vstart.shape[0] + vcount.shape[0] + verts.shape[0] + bcen.shape[0] + brad.shape[0]
         + wkind.shape[0] + wparams.shape[0] + wpose.shape[0] + wvstart.shape[0]
-        + wvcount.shape[0] + wverts.shape[0] + wbcen.shape[0] + wbrad.shape[0]
+        + wvcount.shape[0] + wverts.shape[0] + wbox.shape[0]
         + world_pad.shape[0] + self_a.shape[0] + self_b.shape[0] + self_pad.shape[0]
     )
     return ok and held >= 0
@@ -796,6 +812,7 @@ _FIELDS = (
     (2, 5, 2, False),
     (2, 6, 2, False),
     (2, 7, 1, False),
+    (2, 8, 2, False),
     (3, 0, 1, True),
     (3, 1, 1, True),
     (3, 2, 1, False),
@@ -887,8 +904,9 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _f2(F, I, 22),
         _f2(F, I, 23),
         _f1(F, I, 24),
+        _f2(F, I, 25),
     )
-    pr = PairArrays(_i1(I, 25), _i1(I, 26), _f1(F, I, 27), _f2(F, I, 28))
+    pr = PairArrays(_i1(I, 26), _i1(I, 27), _f1(F, I, 28), _f2(F, I, 29))
     return kin, rs, ws, pr
 
 

@@ -78,6 +78,11 @@ class Shape:
         """Radius (m) of a sphere about the local origin that encloses the shape."""
         raise NotImplementedError
 
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(centre (3,), half_extents (3,))`` of a box along the local axes that encloses the
+        shape (local frame, m); exact for boxes."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class Sphere(Shape):
@@ -94,6 +99,9 @@ class Sphere(Shape):
 
     def bounding_radius(self) -> float:
         return self.radius
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return np.zeros(3), np.full(3, self.radius)
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,10 @@ class Capsule(Shape):
     def bounding_radius(self) -> float:
         return self.radius + 0.5 * self.length
 
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        r = self.radius
+        return np.zeros(3), np.array([r, r, r + 0.5 * self.length])
+
 
 @dataclass(frozen=True)
 class Box(Shape):
@@ -136,6 +148,9 @@ class Box(Shape):
     def bounding_radius(self) -> float:
         return 0.5 * float(np.sqrt(self.x**2 + self.y**2 + self.z**2))
 
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return np.zeros(3), 0.5 * np.array([self.x, self.y, self.z])
+
 
 @dataclass(frozen=True)
 class Cylinder(Shape):
@@ -154,6 +169,10 @@ class Cylinder(Shape):
 
     def bounding_radius(self) -> float:
         return float(np.hypot(self.radius, 0.5 * self.length))
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        r = self.radius
+        return np.zeros(3), np.array([r, r, 0.5 * self.length])
 
 
 def _read_obj(path: Path) -> NDArray[np.float64]:
@@ -251,6 +270,10 @@ class Mesh(Shape):
 
     def bounding_radius(self) -> float:
         return float(np.max(np.linalg.norm(self.hull, axis=1)))
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        lo, hi = self.hull.min(axis=0), self.hull.max(axis=0)
+        return 0.5 * (lo + hi), 0.5 * (hi - lo)
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,6 +10,8 @@ from robot_collision import (
     Capsule,
     CollisionChecker,
     ConfigurationError,
+    Cylinder,
+    Mesh,
     RobotModel,
     Sphere,
     UnknownNameError,
@@ -195,6 +197,42 @@ def test_default_robot_matches_pairwise_kernel(
                     sb = [(obj.shape, obj.pose)]
                 expected = min(pair_distance(x, px, y, py)[0] for x, px in sa for y, py in sb)
                 assert res.signed[i, j] == pytest.approx(expected, abs=1e-7)
+
+
+def test_validity_culling_is_conservative_for_every_object_kind(
+    default_robot: RobotModel, rng: np.random.Generator
+) -> None:
+    """The boolean kernels cull by link bounding spheres against enclosing boxes of the
+    objects; with objects of every kind placed around the arm (many configurations near
+    contact), they must agree with the exhaustive distances (checked against per-shape
+    ``distance`` in test_default_robot_matches_pairwise_kernel)."""
+    from robot_collision.transforms import rot_y
+
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * 0.06
+    shapes = [Box(0.3, 0.1, 0.2), Sphere(0.07), Capsule(0.05, 0.3), Cylinder(0.06, 0.25),
+              Mesh(cube * [1.0, 2.0, 0.5])]
+    agree = collide = 0
+    for trial in range(6):
+        world = [
+            WorldObject(shape, make_pose(rot_z(rng.uniform(-3, 3)) @ rot_y(rng.uniform(-3, 3)),
+                                         rng.uniform([-0.6, -0.6, 0.0], [0.6, 0.6, 1.0])),
+                        f"o{k}")
+            for k, shape in enumerate(shapes)
+        ]
+        checker = CollisionChecker(default_robot, padding=[0.0, 0.03][trial % 2])
+        Q = np.array([default_robot.random_configuration(rng) for _ in range(60)])
+        batch = checker.is_valid_batch(Q, world)
+        for q, ok in zip(Q, batch):
+            res = checker.check(q, world, exhaustive=True)
+            expected = not res.in_collision
+            assert ok == expected
+            assert checker.is_valid(q, world) == expected
+            assert checker.is_valid(q, world, ignore_self=True) == (
+                not res.is_world_colliding
+            )
+            agree += 1
+            collide += res.is_world_colliding
+    assert 0 < collide < agree  # both outcomes exercised
 
 
 @pytest.mark.mbm
