@@ -41,6 +41,12 @@ ROS_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
 	ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( RANDOM % 101 + 1 ))}" \
 	AMENT_PREFIX_PATH="$(CURDIR)/$(VENV)$${AMENT_PREFIX_PATH:+:$$AMENT_PREFIX_PATH}"
 
+# numba keys each cached kernel on its own source file only, but kernels inline kernels of other
+# modules (a stale cache of rrt.py after a change to check_kernels.py read the scene at old
+# offsets and crashed). Any change to a package source therefore drops every numba cache file.
+PACKAGE_SOURCES := $(shell find robot_collision -name '*.py' 2>/dev/null)
+NUMBA_STAMP := build/.numba-sources
+
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 BENCH_ARGS ?= all
@@ -48,6 +54,14 @@ BENCH_ARGS ?= all
 .PHONY: venv test lint demo bench clean distclean
 
 venv: $(STAMP)
+
+$(NUMBA_STAMP): $(PACKAGE_SOURCES)
+	@mkdir -p build
+	@if [ -f "$@" ]; then \
+		echo "== package sources changed: dropping numba's cached kernels"; \
+		find robot_collision -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
+	fi
+	@touch "$@"
 
 $(STAMP_DEPS): requirements.txt requirements-ros.txt
 	@start=$$(date +%s); \
@@ -85,7 +99,7 @@ $(STAMP): $(STAMP_IFACE) setup.py setup.cfg package.xml
 # Lint and tests both run, in that order (the test summary is the last thing printed); the
 # target fails if either failed. `make test LINT=0` runs the tests only.
 LINT ?= 1
-test: venv
+test: venv $(NUMBA_STAMP)
 	@mkdir -p build/ros_log
 	@lint_rc=0; \
 	if [ "$(LINT)" != 0 ]; then $(MAKE) --no-print-directory lint || lint_rc=$$?; fi; \
@@ -102,11 +116,11 @@ lint: venv
 	echo "== mypy"; $(PY) -m mypy || rc=1; \
 	exit $$rc
 
-demo: venv
+demo: venv $(NUMBA_STAMP)
 	@mkdir -p build/ros_log
 	@export $(ROS_ENV); $(PY) -m robot_collision.demo $(DEMO_ARGS)
 
-bench: venv
+bench: venv $(NUMBA_STAMP)
 	@mkdir -p build/ros_log
 	@export $(ROS_ENV); $(PY) benchmarks/run.py $(BENCH_ARGS)
 
