@@ -1552,8 +1552,7 @@ def _load_world(params: dict[str, Any]) -> list[WorldObject]:
     section = (params.get("collision_checker") or {}).get("ros__parameters") or {}
     world_file = str(section.get("world_file") or "")
     model = WorldModel()
-    if world_file:
-        model.load_file(world_file)
+    model.use_file(world_file)
     return list(model.objects())
 
 

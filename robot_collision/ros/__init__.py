@@ -4,6 +4,9 @@ The core package never imports rclpy; everything ROS lives here. Modules:
 
 - :mod:`.conversions`: messages ↔ core types (joint states, clearance tables, shapes, world
   objects, MoveIt collision objects, poses);
+- :mod:`.cdr`: ``ClearanceTable`` messages written directly as serialized bytes (the
+  checker node's publishing path);
+- :mod:`.parameters`: the nodes' parameter tables (declare, read, validate, world file);
 - :mod:`.world`: :class:`~.world.WorldModel`, the thread-safe world-object registry with YAML
   world files;
 - :mod:`.robot_loader`: robot model from parameters or the ``robot_description`` topic;
@@ -16,4 +19,13 @@ Importing this package imports nothing from ROS; import the submodules you need.
 
 from __future__ import annotations
 
-__all__ = ["bringup", "checker_node", "conversions", "markers", "robot_loader", "world"]
+__all__ = [
+    "bringup",
+    "cdr",
+    "checker_node",
+    "conversions",
+    "markers",
+    "parameters",
+    "robot_loader",
+    "world",
+]

@@ -57,14 +57,13 @@ from .cdr import WIRE_FORMAT_SUPPORTED, ClearanceTableWriter
 from .conversions import (
     ConversionError,
     JointStateMapper,
-    apply_parameter_values,
     check_result_to_response,
     clearance_table_to_msg,
-    declare_parameter_table,
 )
 from .markers import ClearanceMarkers
+from .parameters import apply_parameter_values, start_up_settings
 from .robot_loader import RobotLoader
-from .world import WorldModel, load_world_file
+from .world import WorldModel
 
 __all__ = [
     "CollisionCheckerNode",
@@ -318,7 +317,6 @@ class CollisionCheckerNode(Node):
         self._pending: Optional[tuple[_Pipeline, NDArray[np.float64], Any]] = None
         self._last_publish = -math.inf
         self._marker_key: Any = None
-        self._world_file_ids: list[str] = []
         # ~/clearance goes out as serialized bytes (5x cheaper than message objects, see
         # robot_collision.ros.cdr); used by the joint-state group only
         self._writer = ClearanceTableWriter() if WIRE_FORMAT_SUPPORTED else None
@@ -336,21 +334,8 @@ class CollisionCheckerNode(Node):
 
         # ---- parameters: declared with dynamic typing (a mistyped value in a parameter file must
         # not abort the node), then validated here (invalid start-up values → defaults)
-        declare_parameter_table(self, PARAMETERS)
-        values = {name: self._param_value(name) for name in PARAMETERS}
-        self._settings, errors = settings_from_values(values, strict=False)
-        for err in errors:
-            self.get_logger().error(f"invalid parameter: {err}")
-        if self._settings.world_file:
-            try:
-                self._world_file_ids = self.world.load_file(self._settings.world_file)
-                self.get_logger().info(
-                    f"world file {self._settings.world_file!r}: {len(self._world_file_ids)} "
-                    f"objects {self._world_file_ids}"
-                )
-            except RobotCollisionError as exc:
-                self.get_logger().error(f"world_file not loaded: {exc}")
-                self._settings = replace(self._settings, world_file="")
+        self._settings = start_up_settings(
+            self, PARAMETERS, settings_from_values, self.world)
 
         # ---- interfaces
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -381,14 +366,6 @@ class CollisionCheckerNode(Node):
         self._loader.start()
 
     # ------------------------------------------------------------------ helpers
-    def _param_value(self, name: str) -> Any:
-        default = PARAMETERS[name][0]
-        try:
-            value = self.get_parameter(name).value
-        except Exception:
-            value = None
-        return default if value is None else value
-
     @property
     def settings(self) -> CheckerSettings:
         """The parameter values in force."""
@@ -499,24 +476,15 @@ class CollisionCheckerNode(Node):
             new_pipe = None
             if pipe is not None:
                 new_pipe = self._build_pipeline(pipe.robot, new)
-            world_ids: Optional[list[str]] = None
-            if "world_file" in changed and new.world_file != self._settings.world_file:
-                world_ids = []
-                if new.world_file:
-                    load_world_file(new.world_file)  # validate before touching the world
+            if new.world_file != self._settings.world_file:
+                # last: all-or-nothing, raises (changing nothing) if the file cannot be loaded
+                self.world.use_file(new.world_file)
         except RobotCollisionError as exc:
             self.get_logger().error(f"parameter change rejected: {exc}")
             return SetParametersResult(successful=False, reason=str(exc))
         except Exception as exc:
             self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
             return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
-        if world_ids is not None:
-            if new.world_file:
-                world_ids = self.world.load_file(new.world_file, replace_ids=self._world_file_ids)
-            else:
-                for oid in self._world_file_ids:
-                    self.world.remove(oid)
-            self._world_file_ids = world_ids
         rates_changed = (new.publish_rate, new.marker_rate) != (
             self._settings.publish_rate, self._settings.marker_rate)
         self._settings = new

@@ -22,23 +22,21 @@ from __future__ import annotations
 
 import array
 import math
-from collections.abc import Callable, Container, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Optional, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..checker import CheckResult
 from ..clearance import ClearanceTable
-from ..errors import ConfigurationError, RobotCollisionError
+from ..errors import RobotCollisionError
 from ..shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from ..transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
 __all__ = [
     "ConversionError",
-    "apply_parameter_values",
-    "declare_parameter_table",
     "JointStateMapper",
     "joint_positions",
     "pose_to_matrix",
@@ -654,56 +652,3 @@ def collision_object_to_world_objects(obj: Any) -> list[WorldObject]:
             f"CollisionObject {upd.object_id!r}: {upd.operation.upper()} carries no geometry"
         )
     return upd.world_objects()
-
-
-SettingsT = TypeVar("SettingsT")
-
-
-def apply_parameter_values(
-    settings: SettingsT,
-    values: Mapping[str, Any],
-    names: Container[str],
-    validate_one: Callable[[str, Any], Any],
-    strict: bool = True,
-) -> tuple[SettingsT, list[str]]:
-    """``settings`` (a dataclass) with the valid ``values`` of the parameters in ``names``
-    applied (validated by ``validate_one(name, value)``); others are ignored.
-
-    ``strict``: raise :class:`ConfigurationError` on the first invalid value; otherwise keep the
-    current value for it and return the error texts as the second element.
-    """
-    errors: list[str] = []
-    changes: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in names:
-            continue
-        try:
-            changes[name] = validate_one(name, value)
-        except ConfigurationError as exc:
-            if strict:
-                raise
-            errors.append(f"{exc}; using {getattr(settings, name)!r}")
-    return replace(settings, **changes), errors  # type: ignore[type-var]
-
-
-def declare_parameter_table(
-    node: Any,
-    table: Mapping[str, tuple[Any, str, str]],
-    read_only: Container[str] = (),
-) -> None:
-    """Declare every ``name: (default, description, constraints)`` of ``table`` on ``node``,
-    with dynamic typing (a mistyped value in a parameter file must not abort the node; values
-    are validated by the node) and ``read_only`` for the names in ``read_only``."""
-    from rcl_interfaces.msg import ParameterDescriptor  # type: ignore[import-untyped,unused-ignore]
-
-    for name, (default, text, constraints) in table.items():
-        node.declare_parameter(
-            name,
-            default,
-            ParameterDescriptor(
-                description=text,
-                additional_constraints=constraints,
-                dynamic_typing=True,
-                read_only=name in read_only,
-            ),
-        )

@@ -108,11 +108,10 @@ from ..model import RobotModel
 from .conversions import (
     ConversionError,
     JointStateMapper,
-    apply_parameter_values,
-    declare_parameter_table,
 )
+from .parameters import apply_parameter_values, start_up_settings
 from .robot_loader import RobotLoader
-from .world import WorldModel, load_world_file
+from .world import WorldModel
 
 __all__ = [
     "VelocityFilterNode",
@@ -418,7 +417,6 @@ class VelocityFilterNode(Node):
         self._cmd_time = -math.inf
         self._cmd_layout: Optional[MultiArrayLayout] = None
         self._world_version = -1
-        self._world_file_ids: list[str] = []
         self._last_output = -math.inf
         self._last_cycle = _Cycle(None, None, False, self._config_fault)
         self._last_log: dict[str, float] = {}
@@ -437,20 +435,8 @@ class VelocityFilterNode(Node):
         self.world = WorldModel()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
 
-        declare_parameter_table(self, PARAMETERS, _READ_ONLY)
-        values = {name: self._param_value(name) for name in PARAMETERS}
-        self._settings, errors = settings_from_values(values, strict=False)
-        for err in errors:
-            self.get_logger().error(f"invalid parameter: {err}")
-        if self._settings.world_file:
-            try:
-                self._world_file_ids = self.world.load_file(self._settings.world_file)
-                self.get_logger().info(
-                    f"world file {self._settings.world_file!r}: {len(self._world_file_ids)} "
-                    f"objects {self._world_file_ids}")
-            except RobotCollisionError as exc:
-                self.get_logger().error(f"world_file not loaded: {exc}")
-                self._settings = replace(self._settings, world_file="")
+        self._settings = start_up_settings(
+            self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)
 
         s = self._settings
         latest = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -521,14 +507,6 @@ class VelocityFilterNode(Node):
         return c.ok, c.fault
 
     # ------------------------------------------------------------------ helpers
-    def _param_value(self, name: str) -> Any:
-        default = PARAMETERS[name][0]
-        try:
-            value = self.get_parameter(name).value
-        except Exception:
-            value = None
-        return default if value is None else value
-
     def _throttled(self, key: str, period: float = 2.0) -> bool:
         """True at most once per ``period`` seconds per ``key`` (log throttling per reason);
         False while shutting down (callbacks then fail on destroyed handles: not worth a log)."""
@@ -618,23 +596,15 @@ class VelocityFilterNode(Node):
             robot = self._robot
             if robot is not None:
                 setup = self._build_setup(robot, new)
-            if "world_file" in changed and new.world_file and \
-                    new.world_file != self._settings.world_file:
-                load_world_file(new.world_file)  # validate before touching the world
+            if new.world_file != self._settings.world_file:
+                # last: all-or-nothing, raises (changing nothing) if the file cannot be loaded
+                self.world.use_file(new.world_file)
         except RobotCollisionError as exc:
             self.get_logger().error(f"parameter change rejected: {exc}")
             return SetParametersResult(successful=False, reason=str(exc))
         except Exception as exc:
             self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
             return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
-        if new.world_file != self._settings.world_file:
-            if new.world_file:
-                ids = self.world.load_file(new.world_file, replace_ids=self._world_file_ids)
-            else:
-                for oid in self._world_file_ids:
-                    self.world.remove(oid)
-                ids = []
-            self._world_file_ids = ids
         rate_changed = new.rate != self._settings.rate
         with self._lock:
             self._settings = new

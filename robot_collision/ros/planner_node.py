@@ -126,13 +126,12 @@ from .checker_node import settings_from_values as checker_settings_from_values
 from .conversions import (
     ConversionError,
     JointStateMapper,
-    apply_parameter_values,
-    declare_parameter_table,
     pose_to_matrix,
 )
 from .markers import ClearanceMarkers
+from .parameters import apply_parameter_values, start_up_settings
 from .robot_loader import RobotLoader
-from .world import WorldModel, load_world_file
+from .world import WorldModel
 
 __all__ = [
     "PlannerNode",
@@ -880,7 +879,6 @@ class PlannerNode(Node):
         self._goals: dict[bytes, _GoalContext] = {}
         self._active: Optional[_GoalContext] = None
         self._markers: Optional[PlannedPathMarkers] = None
-        self._world_file_ids: list[str] = []
         self._shutting_down = False
         self.stats = {"goals": 0, "succeeded": 0, "failed": 0, "cancelled": 0, "preempted": 0}
         self.last_cancel_latency: float = math.nan  # s, cancel request -> planner stopped
@@ -892,21 +890,8 @@ class PlannerNode(Node):
         self.world = WorldModel()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
 
-        declare_parameter_table(self, PARAMETERS, _READ_ONLY)
-        values = {name: self._param_value(name) for name in PARAMETERS}
-        self._settings, errors = settings_from_values(values, strict=False)
-        for err in errors:
-            self.get_logger().error(f"invalid parameter: {err}")
-        if self._settings.world_file:
-            try:
-                self._world_file_ids = self.world.load_file(self._settings.world_file)
-                self.get_logger().info(
-                    f"world file {self._settings.world_file!r}: {len(self._world_file_ids)} "
-                    f"objects {self._world_file_ids}"
-                )
-            except RobotCollisionError as exc:
-                self.get_logger().error(f"world_file not loaded: {exc}")
-                self._settings = replace(self._settings, world_file="")
+        self._settings = start_up_settings(
+            self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)
 
         # ---- interfaces
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -969,14 +954,6 @@ class PlannerNode(Node):
         self._loader.start()
 
     # ------------------------------------------------------------------ properties
-    def _param_value(self, name: str) -> Any:
-        default = PARAMETERS[name][0]
-        try:
-            value = self.get_parameter(name).value
-        except Exception:
-            value = None
-        return default if value is None else value
-
     @property
     def settings(self) -> PlannerSettings:
         """The parameter values in force."""
@@ -1078,24 +1055,15 @@ class PlannerNode(Node):
             rrt_options(new)  # combinations the options themselves refuse
             pipe = self._pipeline
             new_pipe = self._build_pipeline(pipe.robot, new) if pipe is not None else None
-            world_ids: Optional[list[str]] = None
-            if "world_file" in changed and new.world_file != self._settings.world_file:
-                world_ids = []
-                if new.world_file:
-                    load_world_file(new.world_file)  # validate before touching the world
+            if new.world_file != self._settings.world_file:
+                # last: all-or-nothing, raises (changing nothing) if the file cannot be loaded
+                self.world.use_file(new.world_file)
         except RobotCollisionError as exc:
             self.get_logger().error(f"parameter change rejected: {exc}")
             return SetParametersResult(successful=False, reason=str(exc))
         except Exception as exc:
             self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
             return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
-        if world_ids is not None:
-            if new.world_file:
-                world_ids = self.world.load_file(new.world_file, replace_ids=self._world_file_ids)
-            else:
-                for oid in self._world_file_ids:
-                    self.world.remove(oid)
-            self._world_file_ids = world_ids
         self._settings = new
         if new_pipe is not None:
             self._install(new_pipe)

@@ -158,6 +158,7 @@ class WorldModel:
         self._cache_version = -1
         self._cache: tuple[WorldObject, ...] = ()
         self._frames: frozenset[str] = frozenset(f for f in frame_ids if f)
+        self._file_ids: list[str] = []  # objects added by the world file (use_file)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -366,19 +367,19 @@ class WorldModel:
         return self.apply(collision_object_to_update(msg))
 
     # ------------------------------------------------------------------ files
-    def load_file(
-        self, path: Union[str, os.PathLike[str]], replace_ids: Iterable[str] = ()
-    ) -> list[str]:
-        """Load a world file; its objects replace same-id objects and those in ``replace_ids``
-        (e.g. the ids the previous file added). Returns the ids loaded. All-or-nothing."""
-        loaded = load_world_file(path)
+    def use_file(self, path: Union[str, os.PathLike[str]]) -> list[str]:
+        """Make ``path`` the world file: its objects replace the objects the previous world file
+        added (and objects with the same ids); an empty path only removes them. Returns the ids
+        loaded. All-or-nothing: a file that cannot be loaded changes nothing (and raises)."""
+        loaded = load_world_file(path) if str(path) else []
         with self._lock:
-            for oid in replace_ids:
+            for oid in self._file_ids:
                 self._entries.pop(oid, None)
             for e in loaded:
                 self._entries[e.object_id] = e
+            self._file_ids = [e.object_id for e in loaded]
             self._changed()
-        return [e.object_id for e in loaded]
+            return list(self._file_ids)
 
 
 # --------------------------------------------------------------------------- world files

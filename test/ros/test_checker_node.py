@@ -48,7 +48,7 @@ def robot() -> RobotModel:
 @pytest.fixture(scope="module")
 def world() -> WorldModel:
     w = WorldModel()
-    w.load_file(WORLD_FILE)
+    w.use_file(WORLD_FILE)
     return w
 
 
@@ -367,6 +367,30 @@ def test_parameter_validation_at_run_time(setup: SimpleNamespace, core: Collisio
     k = ref.pair_names().index("tool=table")
     assert row.distance == pytest.approx(ref.distances[k] - 0.1, abs=1e-9)
     assert msg.in_collision
+
+
+def test_world_file_changes_at_run_time(setup: SimpleNamespace, robot: RobotModel,
+                                        tmp_path: Any) -> None:
+    """A new world_file replaces the previous file's objects (not objects added otherwise) and
+    shows in the next table; an empty one removes them."""
+    from robot_collision import Sphere
+
+    node = setup.node
+    x, y, z = robot.link_transforms(Q_NEAR)["tool"][:3, 3] + [0.0, 0.0, 0.12]
+    ball = tmp_path / "ball.yaml"
+    ball.write_text(
+        f"objects: [{{id: ball, type: sphere, radius: 0.02, position: [{x}, {y}, {z}]}}]")
+    far = np.eye(4)
+    far[:3, 3] = [2.0, 0.0, 0.5]
+    node.world.add("manual", Sphere(0.05), far)
+    assert node.set_parameters([Parameter("world_file", value=str(ball))])[0].successful
+    assert node.settings.world_file == str(ball)
+    assert node.world.ids() == ["manual", "ball"]  # the demo file's table, crate and post went
+    msg = _table_for(setup, _send(setup, Q_NEAR))
+    env = {r.other_body for r in msg.rows if r.kind == ClearanceRow.ENVIRONMENT}
+    assert "ball" in env and not env & {"table", "crate", "post"}
+    assert node.set_parameters([Parameter("world_file", value="")])[0].successful
+    assert node.world.ids() == ["manual"]
 
 
 def test_invalid_start_parameters_fall_back_to_defaults(ros: Any) -> None:

@@ -64,7 +64,7 @@ def robot() -> RobotModel:
 @pytest.fixture(scope="module")
 def world() -> WorldModel:
     w = WorldModel()
-    w.load_file(WORLD_FILE)
+    w.use_file(WORLD_FILE)
     return w
 
 

@@ -209,22 +209,30 @@ def test_world_file_io_errors(tmp_path: Path) -> None:
     w = WorldModel()
     w.add("keep", Sphere(0.1))
     with pytest.raises(WorldConfigError):
-        w.load_file(bad)
+        w.use_file(bad)
     assert w.ids() == ["keep"]  # all-or-nothing
 
 
-def test_load_file_replaces_previous_file_objects(tmp_path: Path) -> None:
+def test_use_file_replaces_the_previous_file_objects(tmp_path: Path) -> None:
     one = tmp_path / "one.yaml"
     one.write_text(
         "objects: [{id: a, type: sphere, radius: 0.1}, {id: b, type: sphere, radius: 0.1}]")
     two = tmp_path / "two.yaml"
     two.write_text("objects: [{id: c, type: sphere, radius: 0.1}]")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("objects: [{id: d, type: sphere}]")
     w = WorldModel()
     w.add("manual", Sphere(0.2))
-    ids = w.load_file(one)
-    assert ids == ["a", "b"]
-    w.load_file(two, replace_ids=ids)
+    assert w.use_file(one) == ["a", "b"]
+    w.remove("a")  # removed by a message meanwhile: replacing the file does not mind
+    assert w.use_file(two) == ["c"]
     assert w.ids() == ["manual", "c"]
+    version = w.version
+    with pytest.raises(WorldConfigError):
+        w.use_file(bad)
+    assert w.ids() == ["manual", "c"] and w.version == version  # nothing changed
+    assert w.use_file("") == []  # no world file: its objects go, the others stay
+    assert w.ids() == ["manual"]
 
 
 def test_resolve_resource_path() -> None:
@@ -240,7 +248,7 @@ def test_demo_world_is_collision_free_at_home() -> None:
     urdf, srdf = default_robot_paths()
     robot = RobotModel.from_urdf(urdf, srdf=srdf)
     w = WorldModel()
-    assert w.load_file(DEMO) == ["table", "crate", "post"]
+    assert w.use_file(DEMO) == ["table", "crate", "post"]
     res = CollisionChecker(robot).check(robot.home_configuration(), w.objects(), exhaustive=True)
     assert not res.in_collision
     world_cols = res.signed[:, len(res.row_names):]
