@@ -194,3 +194,25 @@ class ClearanceTableWriter:
             bool(R and d.min() <= 0.0),
         )
         return ENCAPSULATION + buf[:end].tobytes()
+
+    def agrees_with_rmw(self, table: ClearanceTable, frame_id: str = "") -> bool:
+        """Whether :meth:`serialize` gives the bytes the active RMW gives for the same message
+        (outside the alignment padding) and they deserialize to it. A node checks this once
+        before publishing bytes (the format is the RMW's; every RMW seen uses this one)."""
+        from builtin_interfaces.msg import Time
+        from rclpy.serialization import deserialize_message, serialize_message
+
+        from robot_collision_interfaces.msg import ClearanceTable as ClearanceTableMsg
+
+        from .conversions import clearance_table_to_msg
+
+        msg = clearance_table_to_msg(table, Time(sec=1, nanosec=2), frame_id)
+        ours = self.serialize(table, 1, 2, frame_id)
+        theirs = serialize_message(msg)
+        if len(ours) != len(theirs):
+            return False
+        a = np.frombuffer(ours, np.uint8)
+        b = np.frombuffer(theirs, np.uint8)
+        if np.any(a[a != b] != 0):  # ours holds zeros in the padding, theirs anything
+            return False
+        return bool(deserialize_message(ours, ClearanceTableMsg) == msg)

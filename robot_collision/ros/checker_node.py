@@ -451,10 +451,16 @@ class CollisionCheckerNode(Node):
         try:
             q = pipe.robot.home_configuration()
             world = self.world.objects()
-            table = pipe.stream.clearance(q, world, pipe.settings.influence_distance)
+            pipe.stream.clearance(q, world, pipe.settings.influence_distance)
             pipe.service.check(q, world, exhaustive=True)
-            if WIRE_FORMAT_SUPPORTED:  # a writer of its own: writers are per thread
-                ClearanceTableWriter().serialize(table, 0, 0, pipe.frame_id)
+            every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
+            if self._writer is not None and not ClearanceTableWriter().agrees_with_rmw(
+                every_pair, pipe.frame_id
+            ):  # (a writer of its own: writers are per thread)
+                self._writer = None
+                self.get_logger().warning(
+                    "this RMW serializes ClearanceTable differently from "
+                    "robot_collision.ros.cdr; publishing message objects instead")
         except Exception as exc:
             self.get_logger().warning(f"checker warm-up failed: {type(exc).__name__}: {exc}")
             return

@@ -95,3 +95,20 @@ def test_one_writer_over_changing_tables_frames_and_names() -> None:
     assert len(empty) == 0
     out = deserialize_message(writer.serialize(empty, 1, 2, "base"), ClearanceTableMsg)
     assert out.rows == [] and math.isinf(out.min_distance) and not out.in_collision
+
+
+def test_rmw_agreement_check() -> None:
+    urdf, srdf = default_robot_paths()
+    robot = RobotModel.from_urdf(urdf, srdf=srdf)
+    table = CollisionChecker(robot).clearance(robot.home_configuration())
+    assert len(table) > 5
+    writer = ClearanceTableWriter()
+    assert writer.agrees_with_rmw(table, "base_link")
+
+    class Misaligned(ClearanceTableWriter):
+        def serialize(self, table: ClearanceTable, sec: int, nanosec: int,
+                      frame_id: str = "") -> bytes:
+            data = super().serialize(table, sec, nanosec, frame_id)
+            return data[:-9] + b"\x00" + data[-9:-1]  # in_collision moved into the last float
+
+    assert not Misaligned().agrees_with_rmw(table, "base_link")

@@ -393,6 +393,22 @@ def test_world_file_changes_at_run_time(setup: SimpleNamespace, robot: RobotMode
     assert node.world.ids() == ["manual"]
 
 
+def test_falls_back_to_message_objects_when_the_rmw_disagrees(
+    ros: Any, core: CollisionChecker, world: WorldModel, monkeypatch: Any
+) -> None:
+    from robot_collision.ros.cdr import ClearanceTableWriter
+
+    monkeypatch.setattr(ClearanceTableWriter, "agrees_with_rmw", lambda *a, **k: False)
+    s = _start(ros)
+    try:
+        msg = _table_for(s, _send(s, Q_NEAR))
+        assert s.node._writer is None
+        _assert_table_matches(msg, core, world, Q_NEAR)
+    finally:
+        ros.remove_node(s.node)
+        ros.remove_node(s.helper)
+
+
 def test_invalid_start_parameters_fall_back_to_defaults(ros: Any) -> None:
     s = _start(ros, skip_rule="sideways", influence_distance=-2.0, publish_rate="fast",
                pair_padding=["bad"], world_file="/nonexistent.yaml", skip_pairs=["link1=mars"])
