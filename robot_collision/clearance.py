@@ -39,6 +39,10 @@ class PairKind(IntEnum):
     ENVIRONMENT = 1
 
 
+_SELF = int(PairKind.SELF)  # plain ints for the compiled code
+_ENVIRONMENT = int(PairKind.ENVIRONMENT)
+
+
 @dataclass(frozen=True)
 class ClearanceRow:
     """One (robot body, other body) row; points in the base frame, distance in m."""
@@ -123,6 +127,51 @@ def clearance_jacobians(  # type: ignore[no-untyped-def]
     return out
 
 
+@njit(cache=True, boundscheck=False)
+def _select_rows(D, WA, WB, NN, E, influence, L):  # type: ignore[no-untyped-def]
+    """Rows of the evaluated pairs with ``D < influence`` from the link-indexed pair results
+    (see ``CollisionChecker.pair_distances``), row-major order: ``(robot_link, other_link,
+    kind, distance, witness_robot, witness_other, normal)``. Self pairs are stored at [a, b]
+    with a < b; the deeper link b is the robot body (witnesses swapped, normal negated); world
+    object k is other_link -1 - k."""
+    R = 0
+    for i in range(D.shape[0]):
+        for j in range(D.shape[1]):
+            if E[i, j] and D[i, j] < influence:
+                R += 1
+    r_link = np.empty(R, dtype=np.int64)
+    o_link = np.empty(R, dtype=np.int64)
+    kinds = np.empty(R, dtype=np.int64)
+    dist = np.empty(R)
+    w_robot = np.empty((R, 3))
+    w_other = np.empty((R, 3))
+    normal = np.empty((R, 3))
+    r = 0
+    for i in range(D.shape[0]):
+        for j in range(D.shape[1]):
+            if not (E[i, j] and D[i, j] < influence):
+                continue
+            dist[r] = D[i, j]
+            if j < L:
+                r_link[r] = j
+                o_link[r] = i
+                kinds[r] = _SELF
+                for c in range(3):
+                    w_robot[r, c] = WB[i, j, c]
+                    w_other[r, c] = WA[i, j, c]
+                    normal[r, c] = -NN[i, j, c]
+            else:
+                r_link[r] = i
+                o_link[r] = -1 - (j - L)
+                kinds[r] = _ENVIRONMENT
+                for c in range(3):
+                    w_robot[r, c] = WA[i, j, c]
+                    w_other[r, c] = WB[i, j, c]
+                    normal[r, c] = NN[i, j, c]
+            r += 1
+    return r_link, o_link, kinds, dist, w_robot, w_other, normal
+
+
 def clearance_table(
     checker: CollisionChecker,
     q: ArrayLike,
@@ -137,17 +186,9 @@ def clearance_table(
         q, world, exhaustive=True, ignore_self=ignore_self, cutoff=influence_distance
     )
     L = len(robot.link_names)
-    sel = pd.E & (influence_distance > pd.D)
-    ii, jj = np.nonzero(sel)
-    is_self = jj < L
-    # self pairs are stored at [a, b] with a < b: the deeper link b is the robot body
-    r_link = np.where(is_self, jj, ii).astype(np.int64)
-    o_link = np.where(is_self, ii, -1 - (jj - L)).astype(np.int64)
-    wa, wb, nn = pd.WA[ii, jj], pd.WB[ii, jj], pd.NN[ii, jj]
-    s3 = is_self[:, None]
-    w_robot = np.ascontiguousarray(np.where(s3, wb, wa))
-    w_other = np.ascontiguousarray(np.where(s3, wa, wb))
-    normal = np.ascontiguousarray(np.where(s3, -nn, nn))
+    r_link, o_link, kinds, dist, w_robot, w_other, normal = _select_rows(
+        pd.D, pd.WA, pd.WB, pd.NN, pd.E, float(influence_distance), L
+    )
     k = robot.kin
     J = clearance_jacobians(
         pd.T,
@@ -167,10 +208,10 @@ def clearance_table(
     wnames = pd.world_names
     return ClearanceTable(
         joint_names=list(robot.joint_names),
-        robot_bodies=[names[i] for i in r_link],
-        other_bodies=[names[o] if o >= 0 else wnames[-1 - o] for o in o_link],
-        kinds=np.where(is_self, int(PairKind.SELF), int(PairKind.ENVIRONMENT)).astype(np.int64),
-        distances=pd.D[ii, jj].copy(),
+        robot_bodies=[names[i] for i in r_link.tolist()],
+        other_bodies=[names[o] if o >= 0 else wnames[-1 - o] for o in o_link.tolist()],
+        kinds=kinds,
+        distances=dist,
         witness_robot=w_robot,
         witness_other=w_other,
         normals=normal,
