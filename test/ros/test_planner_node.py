@@ -14,6 +14,7 @@ import itertools
 import math
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any, Optional
@@ -56,6 +57,59 @@ CHECKS_PER_RAD = 32.0
 
 
 # --------------------------------------------------------------------------- fixtures
+class ClientSide:
+    """The action client on a node and SingleThreadedExecutor of its own; every client call runs
+    as a task of that executor.
+
+    rclpy's ActionClient is not thread-safe: it sends a request, then registers the future for
+    the response, and a response the spinning thread processes in between is dropped ("Ignoring
+    unexpected goal response"). Calls made in the spinning thread itself cannot interleave so,
+    whatever executor the planner runs on.
+    """
+
+    def __init__(self, context: Any, namespace: str, action: str) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = context
+        self.node = rclpy.create_node(f"client_{uuid.uuid4().hex[:8]}", context=context,
+                                      namespace=namespace)
+        self.client = ActionClient(self.node, PlanMotion, action)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name="action_client", daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.02)
+            except Exception:
+                if not self.context.ok():
+                    break
+
+    def call(self, fn: Any, timeout: float = 10.0) -> Any:
+        """``fn()`` run in the client's spinning thread; its return value."""
+        task = self.executor.create_task(fn)
+        deadline = time.monotonic() + timeout
+        while not task.done():
+            assert time.monotonic() < deadline, "the client's executor did not run the call"
+            time.sleep(0.001)
+        return task.result()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        with contextlib.suppress(Exception):
+            self.executor.remove_node(self.node)
+        with contextlib.suppress(Exception):
+            self.client.destroy()
+        with contextlib.suppress(Exception):
+            self.node.destroy_node()
+        with contextlib.suppress(Exception):
+            self.executor.shutdown()
+
+
 @pytest.fixture(scope="module")
 def robot() -> RobotModel:
     return RobotModel.from_urdf(URDF, srdf=SRDF)
@@ -90,8 +144,8 @@ def _start(ros: Any, **params: Any) -> SimpleNamespace:
     node = ros.add_node(PlannerNode(
         context=ros.context, namespace=ns, parameter_overrides=_params(**params)))
     helper = ros.helper(ns)
-    client = ActionClient(helper, PlanMotion, f"{ns}/planner/plan_motion")
-    assert client.wait_for_server(timeout_sec=10.0), "planner action server not available"
+    client = ClientSide(ros.context, ns, f"{ns}/planner/plan_motion")
+    assert client.client.wait_for_server(timeout_sec=10.0), "planner action server not available"
     assert ros.wait_until(lambda: node.robot is not None), "planner did not load the robot"
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -112,13 +166,7 @@ def planner(ros: Any) -> Iterator[SimpleNamespace]:
 
 
 def _stop(ros: Any, s: SimpleNamespace) -> None:
-    # take the client's node out of the executor before destroying the client, so that the
-    # spin thread never takes from a destroyed action client
-    with contextlib.suppress(Exception):
-        ros.executor.remove_node(s.helper)
-    time.sleep(0.05)
-    with contextlib.suppress(Exception):
-        s.client.destroy()
+    s.client.close()  # stops its spinning before destroying the action client
     ros.remove_node(s.helper)
     ros.remove_node(s.node)
     # let the executor settle after removing nodes: the harness' spin thread only tolerates
@@ -165,12 +213,14 @@ def _goal(
 class GoalRun:
     """One goal sent through the ActionClient: feedback, result and timing."""
 
-    def __init__(self, client: ActionClient, goal: Any) -> None:
+    def __init__(self, side: ClientSide, goal: Any) -> None:
         self.feedback: list[Any] = []
         self.first_feedback = threading.Event()
         self.result_time = math.nan
+        self._side = side
         self.sent = time.monotonic()
-        self._send = client.send_goal_async(goal, feedback_callback=self._on_feedback)
+        self._send = side.call(
+            lambda: side.client.send_goal_async(goal, feedback_callback=self._on_feedback))
         self.handle: Any = None
         self._result: Any = None
 
@@ -186,9 +236,20 @@ class GoalRun:
             time.sleep(0.002)
         self.handle = self._send.result()
         if self.handle.accepted:
-            self._result = self.handle.get_result_async()
-            self._result.add_done_callback(self._on_result)
+            handle = self.handle
+
+            def ask() -> Any:
+                future = handle.get_result_async()
+                future.add_done_callback(self._on_result)
+                return future
+
+            self._result = self._side.call(ask)
         return bool(self.handle.accepted)
+
+    def cancel(self) -> None:
+        """Request cancellation (the goal must have been accepted)."""
+        handle = self.handle
+        self._side.call(lambda: handle.cancel_goal_async())
 
     def _on_result(self, _future: Any) -> None:
         self.result_time = time.monotonic()
@@ -434,7 +495,7 @@ def test_cancel_mid_plan(planner: SimpleNamespace) -> None:
     assert run.first_feedback.wait(10.0), "planning did not start"
     time.sleep(0.2)
     t_cancel = time.monotonic()
-    run.handle.cancel_goal_async()
+    run.cancel()
     status, result = run.result(timeout=10.0)
     latency = run.result_time - t_cancel
     print(f"\ncancel -> result latency (client side): {latency * 1e3:.1f} ms; "
@@ -484,7 +545,7 @@ def test_stop_during_time_parameterization(
     run = GoalRun(planner.client, _goal(Q_LEFT, start=Q_RIGHT))
     assert run.accepted() and entered.wait(10.0)
     t_cancel = time.monotonic()
-    run.handle.cancel_goal_async()
+    run.cancel()
     status, result = run.result(timeout=10.0)
     latency = run.result_time - t_cancel
     print(f"\ncancel during timing -> result: {latency * 1e3:.1f} ms")
@@ -513,7 +574,7 @@ def test_malformed_goal_does_not_preempt(planner: SimpleNamespace) -> None:
     status, result, _ = _run(planner, _goal([math.nan] * 7, start=READY), timeout=10.0)
     _assert_failed(status, result, R.INVALID_GOAL)
     assert math.isnan(first.result_time), "the running goal must keep planning"
-    first.handle.cancel_goal_async()
+    first.cancel()
     status, result = first.result(timeout=10.0)
     assert status == GoalStatus.STATUS_CANCELED and result.error_code == R.CANCELLED
 
