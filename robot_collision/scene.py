@@ -44,8 +44,6 @@ class WorldArrays(NamedTuple):
     vstart: NDArray[np.int64]
     vcount: NDArray[np.int64]
     verts: NDArray[np.float64]
-    bound_center: NDArray[np.float64]  # (W, 3) base frame
-    bound_radius: NDArray[np.float64]  # (W,)
     # (16, W) enclosing oriented boxes, one column per object (structure of arrays, so that a
     # loop over objects vectorises): rows 0-8 rotation R (row-major), 9-11 centre, 12-14 half
     # extents (base frame, m); exact for boxes, see Shape.local_box
@@ -125,8 +123,6 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
     pose = np.zeros((W, 4, 4))
     vstart = np.zeros(W, dtype=np.int64)
     vcount = np.zeros(W, dtype=np.int64)
-    bc = np.zeros((W, 3))
-    br = np.zeros(W)
     box = np.zeros((16, W))
     verts = []
     nv = 0
@@ -143,12 +139,10 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
         vcount[i] = len(v)
         verts.append(v)
         nv += len(v)
-        bc[i] = obj.pose[:3, 3]
-        br[i] = obj.shape.bounding_radius()
         centre, half = obj.shape.local_box()
         R = obj.pose[:3, :3]
         box[0:9, i] = R.reshape(9)
         box[9:12, i] = R @ centre + obj.pose[:3, 3]
         box[12:15, i] = half
     allv = np.ascontiguousarray(np.concatenate(verts)) if verts else np.zeros((0, 3))
-    return WorldArrays(kind, params, pose, vstart, vcount, allv.reshape(-1, 3), bc, br, box)
+    return WorldArrays(kind, params, pose, vstart, vcount, allv.reshape(-1, 3), box)
