@@ -163,8 +163,6 @@ class ClearanceTableWriter:
         oid = np.array([index(n) for n in table.other_bodies], dtype=np.int64)
         longest = int(np.max(np.diff(self._name_off))) if self._names else 0
         jac = np.ascontiguousarray(table.jacobians, dtype=np.float64).reshape(-1)
-        if R == 0:
-            jac = jac[:0]
         # upper bound: prefix, per row two names (+3 pad each), kind + pad (8), 10 floats
         size = prefix.shape[0] + 16 + R * (2 * (longest + 3) + 8 + 80) + 8 * jac.shape[0] + 24
         size += (-size) % 8

@@ -555,9 +555,10 @@ class CollisionCheckerNode(Node):
         settings = pipe.settings
         world = self.world.objects()
         table = pipe.stream.clearance(q, world, settings.influence_distance, settings.ignore_self)
-        if self._writer is not None:
+        writer = self._writer  # read once: a robot reload may switch it off meanwhile
+        if writer is not None:
             self._clearance_pub.publish(
-                self._writer.serialize(table, stamp.sec, stamp.nanosec, pipe.frame_id))
+                writer.serialize(table, stamp.sec, stamp.nanosec, pipe.frame_id))
         else:
             self._clearance_pub.publish(clearance_table_to_msg(table, stamp, pipe.frame_id))
         self._last_publish = time.monotonic()
