@@ -44,7 +44,8 @@ ROS_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
 # numba keys each cached kernel on its own source file only, but kernels inline kernels of other
 # modules (a stale cache of rrt.py after a change to check_kernels.py read the scene at old
 # offsets and crashed). Any change to a package source therefore drops every numba cache file.
-PACKAGE_SOURCES := $(shell find robot_collision -name '*.py' 2>/dev/null)
+PKG := robot_collision
+PACKAGE_SOURCES := $(shell find $(PKG)/robot_collision -name '*.py' 2>/dev/null)
 NUMBA_STAMP := build/.numba-sources
 
 PYTEST_ARGS ?=
@@ -59,7 +60,7 @@ $(NUMBA_STAMP): $(PACKAGE_SOURCES)
 	@mkdir -p build
 	@if [ -f "$@" ]; then \
 		echo "== package sources changed: dropping numba's cached kernels"; \
-		find robot_collision -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
+		find $(PKG)/robot_collision -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
 	fi
 	@touch "$@"
 
@@ -70,6 +71,7 @@ $(STAMP_DEPS): requirements.txt requirements-ros.txt
 		echo "== creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1))"; \
 		"$(PYTHON)" -m venv "$(VENV)"; \
 	fi; \
+	touch "$(VENV)/COLCON_IGNORE"; \
 	echo "== pip"; \
 	$(PIP) install --upgrade pip; \
 	echo "== Python and ROS 2 packages"; \
@@ -89,9 +91,13 @@ $(STAMP_IFACE): $(STAMP_DEPS) $(INTERFACE_SOURCES)
 	touch "$@"; \
 	echo "   built and installed in $$(( $$(date +%s) - start )) s"
 
-$(STAMP): $(STAMP_IFACE) setup.py setup.cfg package.xml
+# editable_mode=compat puts the package's folder on sys.path (a .pth line). The default mode
+# installs an import hook that runs after the path search, so from the repository root the
+# ROS package folder robot_collision/ (no __init__.py) would be imported as an empty namespace
+# package instead of robot_collision/robot_collision/.
+$(STAMP): $(STAMP_IFACE) $(PKG)/setup.py $(PKG)/setup.cfg $(PKG)/package.xml $(PKG)/pyproject.toml
 	@echo "== robot_collision (editable)"; \
-	$(PIP) install --no-build-isolation --no-deps -e .; \
+	$(PIP) install --no-build-isolation --no-deps --config-settings editable_mode=compat -e ./$(PKG); \
 	$(ROS_ENV) $(PY) -c "import rclpy, robot_collision_interfaces.msg, robot_collision"; \
 	touch "$@"; \
 	echo "== $(VENV) ready"
@@ -105,7 +111,7 @@ test: venv $(NUMBA_STAMP)
 	if [ "$(LINT)" != 0 ]; then $(MAKE) --no-print-directory lint || lint_rc=$$?; fi; \
 	export $(ROS_ENV); \
 	echo "== pytest (ROS_DOMAIN_ID=$$ROS_DOMAIN_ID)"; \
-	test_rc=0; $(PY) -m pytest -q $(PYTEST_ARGS) || test_rc=$$?; \
+	test_rc=0; (cd $(PKG) && ../$(PY) -m pytest -q $(PYTEST_ARGS)) || test_rc=$$?; \
 	if [ $$lint_rc -ne 0 ]; then echo "make test: lint failed (see above)"; fi; \
 	if [ $$test_rc -ne 0 ]; then echo "make test: pytest failed (exit $$test_rc)"; fi; \
 	[ $$lint_rc -eq 0 ] && [ $$test_rc -eq 0 ]
@@ -118,7 +124,7 @@ lint: venv
 
 demo: venv $(NUMBA_STAMP)
 	@mkdir -p build/ros_log
-	@export $(ROS_ENV); $(PY) -m robot_collision.demo $(DEMO_ARGS)
+	@export $(ROS_ENV); $(PY) -m robot_collision.ros.demo $(DEMO_ARGS)
 
 bench: venv $(NUMBA_STAMP)
 	@mkdir -p build/ros_log
@@ -126,7 +132,7 @@ bench: venv $(NUMBA_STAMP)
 
 clean:
 	rm -rf build robot_collision_interfaces/build .pytest_cache .mypy_cache .ruff_cache \
-		.hypothesis demo_output *.egg-info
+		.hypothesis demo_output *.egg-info $(PKG)/.pytest_cache $(PKG)/.hypothesis $(PKG)/*.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
 
 distclean: clean

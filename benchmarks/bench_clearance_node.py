@@ -85,7 +85,7 @@ def _world_yaml(world: list[Any], path: str) -> None:
     import yaml
 
     from robot_collision import Box, Capsule, Cylinder, Sphere
-    from robot_collision.transforms import matrix_to_quat_xyzw
+    from robot_collision.geometry.transforms import matrix_to_quat_xyzw
 
     objects = []
     for obj in world:

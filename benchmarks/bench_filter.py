@@ -24,7 +24,7 @@ import mbm
 import numpy as np
 
 from robot_collision import CollisionChecker
-from robot_collision.avoidance import FilterOptions, VelocityFilter
+from robot_collision.control.velocity_filter import FilterOptions, VelocityFilter
 
 DT = 0.002
 TOL = 1e-3

@@ -30,10 +30,10 @@ from robot_collision import (
     WorldObject,
     default_robot_paths,
 )
-from robot_collision.ik import WorkspaceGoalRegion
-from robot_collision.rrt import BiRRT, RRTOptions, path_length
-from robot_collision.trajectory import time_parameterize
-from robot_collision.transforms import make_pose
+from robot_collision.geometry.transforms import make_pose
+from robot_collision.planning.ik import WorkspaceGoalRegion
+from robot_collision.planning.rrt import BiRRT, RRTOptions, path_length
+from robot_collision.planning.trajectory import time_parameterize
 
 TIME_LIMIT = 1.0
 

@@ -23,7 +23,7 @@ import mbm
 import numpy as np
 
 from robot_collision import CollisionChecker, PlanningError
-from robot_collision.rrt import BiRRT, RRTOptions, path_length
+from robot_collision.planning.rrt import BiRRT, RRTOptions, path_length
 
 TIME_LIMIT = 1.0
 POINTS_PER_RADIAN = 32.0

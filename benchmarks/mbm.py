@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_collision import Box, Capsule, RobotModel, Sphere, WorldObject
-from robot_collision.transforms import pose_from_position_quat
+from robot_collision.geometry.transforms import pose_from_position_quat
 
 MBM_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks" / "panda_mbm"
 

@@ -1,0 +1,116 @@
+"""Launch the robot_collision nodes on a ROS 2 install (Humble or later).
+
+    ros2 launch robot_collision robot_collision.launch.py
+    ros2 launch robot_collision robot_collision.launch.py urdf:=/path/arm.urdf srdf:=/path/arm.srdf
+    ros2 launch robot_collision robot_collision.launch.py use_mock_hardware:=true
+
+Starts collision_checker, velocity_filter and planner with config/robot_collision.yaml (or
+params_file:=...), robot_state_publisher for TF (use_robot_state_publisher:=false to leave it
+out) and, with use_mock_hardware:=true, the mock_arm simulated arm. The URDF (plain URDF, not
+xacro) and SRDF are read here and passed as robot_description / robot_description_semantic.
+Without launch_ros (e.g. a venv with ROS from PyPI), `robot_collision_bringup` starts the same
+nodes with the same parameter file in one process.
+"""
+
+from typing import Any
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+PACKAGE = "robot_collision"
+
+
+def _read(path: str) -> str:
+    if not path:
+        return ""
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _nodes(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
+    params_file = LaunchConfiguration("params_file").perform(context)
+    urdf = LaunchConfiguration("urdf").perform(context)
+    srdf = LaunchConfiguration("srdf").perform(context)
+    robot = {
+        "robot_description": _read(urdf),
+        "robot_description_semantic": _read(srdf),
+    }
+    use_mock = LaunchConfiguration("use_mock_hardware")
+    use_rsp = LaunchConfiguration("use_robot_state_publisher")
+    return [
+        Node(
+            package="robot_state_publisher",
+            executable="robot_state_publisher",
+            name="robot_state_publisher",
+            output="screen",
+            parameters=[{"robot_description": robot["robot_description"]}],
+            condition=IfCondition(use_rsp),
+        ),
+        Node(
+            package=PACKAGE,
+            executable="mock_arm",
+            name="mock_arm",
+            output="screen",
+            parameters=[params_file, robot],
+            condition=IfCondition(use_mock),
+        ),
+        Node(
+            package=PACKAGE,
+            executable="collision_checker",
+            name="collision_checker",
+            output="screen",
+            parameters=[params_file, robot],
+        ),
+        Node(
+            package=PACKAGE,
+            executable="velocity_filter",
+            name="velocity_filter",
+            output="screen",
+            parameters=[params_file, robot],
+        ),
+        Node(
+            package=PACKAGE,
+            executable="planner",
+            name="planner",
+            output="screen",
+            parameters=[params_file, robot],
+        ),
+    ]
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            "urdf",
+            default_value=PathJoinSubstitution(
+                [FindPackageShare(PACKAGE), "urdf", "default_arm.urdf"]),
+            description="Robot URDF file (plain URDF; read and passed as robot_description).",
+        ),
+        DeclareLaunchArgument(
+            "srdf",
+            default_value=PathJoinSubstitution(
+                [FindPackageShare(PACKAGE), "urdf", "default_arm.srdf"]),
+            description="Robot SRDF file (empty for none).",
+        ),
+        DeclareLaunchArgument(
+            "params_file",
+            default_value=PathJoinSubstitution(
+                [FindPackageShare(PACKAGE), "config", "robot_collision.yaml"]),
+            description="ROS 2 parameter file for the robot_collision nodes.",
+        ),
+        DeclareLaunchArgument(
+            "use_mock_hardware",
+            default_value="false",
+            description="Start mock_arm, a simulated arm publishing joint_states.",
+        ),
+        DeclareLaunchArgument(
+            "use_robot_state_publisher",
+            default_value="true",
+            description="Start robot_state_publisher (TF of the arm for RViz).",
+        ),
+        OpaqueFunction(function=_nodes),
+    ])

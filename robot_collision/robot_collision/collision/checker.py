@@ -1,0 +1,391 @@
+"""Self- and world-collision checking with MATLAB ``checkCollision`` semantics.
+
+Matrix layout of :class:`CheckResult` (m bodies, w world objects): rows are the m bodies then the
+base (m + 1 rows); columns are the m bodies, the base, then the world objects (m + 1 + w).
+Entries: separation distance (m) of the pair, minus its padding; NaN when the pair collides
+(padded signed distance < 0); Inf when the pair is skipped, not evaluated, or on the diagonal.
+``signed`` holds the same values with the (negative) penetration depth instead of NaN.
+``witness[i, j]`` (2, 3) holds the nearest point on row body i and on column body j (base
+frame), NaN for colliding pairs, Inf where not evaluated.
+
+Skip rules: ``"parent"`` (default) skips each body with its parent (the base is the parent of
+root bodies); ``"adjacent"`` skips consecutive entries of ``[base] + body_names``; a list of name
+pairs skips exactly those pairs. An SRDF's ``disable_collisions`` pairs are always added
+(``use_srdf=False`` turns that off).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Literal, NamedTuple, Optional, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ConfigurationError
+from ..geometry.shapes import WorldObject
+from ..model.robot_model import RobotModel
+from .clearance import ClearanceTable, clearance_table
+from .kernels import (
+    matlab_matrices,
+    motion_valid,
+    pack_scene,
+    packed_pairs,
+    packed_valid,
+    packed_valid_batch,
+    packed_valid_serial,
+)
+from .results import CheckResult, PairDistances
+from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arrays
+
+__all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
+
+PARALLEL_BATCH_MIN = 2048
+"""Batches at least this large are split over threads; smaller ones run in the caller."""
+
+SkipRule = Union[Literal["parent", "adjacent"], Sequence[tuple[str, str]]]
+Padding = Union[float, Mapping[tuple[str, str], float]]
+
+
+class _Scene(NamedTuple):
+    """Immutable snapshot of the compiled scene for one world."""
+
+    rs: RobotArrays
+    ws: WorldArrays
+    pr: PairArrays
+    F: NDArray[np.float64]
+    I: NDArray[np.int64]
+    world_names: list[str]
+
+
+class CollisionChecker:
+    """Checks a :class:`RobotModel` against itself and a list of :class:`WorldObject`.
+
+    Thread-safe: the compiled scene is rebuilt under a lock and every call works on an
+    immutable snapshot of it.
+
+    ``padding`` (m) is subtracted from every pair's distance: a scalar, or a mapping from name
+    pairs (bodies, base or world-object names; order does not matter) to padding with the
+    scalar default under the key ``("*", "*")``. Geometry changes made on the model with
+    ``add_collision``/``clear_collision`` are picked up on the next call.
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        skip: SkipRule = "parent",
+        padding: Padding = 0.0,
+        use_srdf: bool = True,
+    ) -> None:
+        self.robot = robot
+        self.skip = skip
+        self.use_srdf = use_srdf
+        self._default_pad, self._pair_pad = self._parse_padding(padding)
+        self._enabled = self._enabled_matrix(skip, use_srdf)
+        self._rs: Optional[RobotArrays] = None
+        self._version = -1
+        self._world_key: Optional[tuple[int, ...]] = None
+        self._world: Optional[WorldArrays] = None
+        self._world_names: list[str] = []
+        self._scene: Optional[_Scene] = None
+        self._lock = threading.Lock()
+        self._pairs: Optional[PairArrays] = None
+        self._refresh()
+
+    # ------------------------------------------------------------------ configuration
+    def _parse_padding(self, padding: Padding) -> tuple[float, dict[frozenset[str], float]]:
+        if isinstance(padding, Mapping):
+            pairs: dict[frozenset[str], float] = {}
+            default = 0.0
+            for key, val in padding.items():
+                v = float(val)
+                if not np.isfinite(v):
+                    raise ConfigurationError(f"padding for {key} must be finite")
+                if tuple(key) == ("*", "*"):
+                    default = v
+                    continue
+                if len(key) != 2:
+                    raise ConfigurationError(f"padding keys must be name pairs, got {key!r}")
+                for name in key:
+                    if name in self.robot.link_names:
+                        continue
+                    # world-object names are allowed; they are matched when a world is given
+                pairs[frozenset(key)] = v
+            return default, pairs
+        v = float(padding)
+        if not np.isfinite(v):
+            raise ConfigurationError("padding must be a finite number of metres")
+        return v, {}
+
+    def _enabled_matrix(self, skip: SkipRule, use_srdf: bool) -> NDArray[np.bool_]:
+        r = self.robot
+        L = len(r.link_names)
+        en = np.ones((L, L), dtype=bool)
+        np.fill_diagonal(en, False)
+
+        def off(a: int, b: int) -> None:
+            en[a, b] = en[b, a] = False
+
+        if isinstance(skip, str):
+            if skip == "parent":
+                for i in range(1, L):
+                    off(i, int(r.kin.parent[i]))
+            elif skip == "adjacent":
+                for i in range(1, L):
+                    off(i - 1, i)
+            else:
+                raise ConfigurationError(
+                    "skip must be 'parent', 'adjacent' or a list of (body, body) pairs, "
+                    f"got {skip!r}"
+                )
+        else:
+            for pair in skip:
+                if len(pair) != 2:
+                    raise ConfigurationError(f"skip pairs must be (body, body), got {pair!r}")
+                off(r.link_index(pair[0]), r.link_index(pair[1]))
+        if use_srdf:
+            for a, b in r.disabled_pairs():
+                off(r.link_index(a), r.link_index(b))
+        return en
+
+    def _pad(self, a: str, b: str) -> float:
+        return self._pair_pad.get(frozenset((a, b)), self._default_pad)
+
+    def _refresh(self) -> None:
+        if self._version == self.robot.geometry_version and self._rs is not None:
+            return
+        rs = robot_arrays(self.robot)
+        self._rs = rs
+        self._version = self.robot.geometry_version
+        counts = np.diff(rs.link_start)
+        names = self.robot.link_names
+        L = len(names)
+        # MATLAB row-major order over (bodies..., base) x (bodies..., base)
+        order = [*range(1, L), 0]
+        sa, sb, sp = [], [], []
+        seen = set()
+        for i in order:
+            for j in order:
+                a, b = min(i, j), max(i, j)
+                if a == b or (a, b) in seen or not self._enabled[a, b]:
+                    continue
+                seen.add((a, b))
+                if counts[a] == 0 or counts[b] == 0:
+                    continue
+                sa.append(a)
+                sb.append(b)
+                sp.append(self._pad(names[a], names[b]))
+        self._self_pairs = (
+            np.asarray(sa, dtype=np.int64),
+            np.asarray(sb, dtype=np.int64),
+            np.asarray(sp, dtype=float),
+        )
+        self._world_key = None
+        self._pairs = None
+        self._scene = None
+
+    def _prepare(self, world: Union[Sequence[WorldObject], None]) -> _Scene:
+        """The compiled scene for ``world`` (cached; rebuilt when the world or geometry
+        changes). Thread-safe: callers use the returned snapshot, never the attributes."""
+        objs = list(world) if world is not None else []
+        key = tuple(id(o) for o in objs)
+        scene = self._scene
+        if (
+            scene is not None
+            and key == self._world_key
+            and self._version == self.robot.geometry_version
+        ):
+            return scene
+        with self._lock:
+            return self._rebuild(objs, key)
+
+    def _rebuild(self, objs: list[WorldObject], key: tuple[int, ...]) -> _Scene:
+        self._refresh()
+        if key != self._world_key or self._scene is None:
+            ws = world_arrays(objs)
+            names = [o.name or f"object{k}" for k, o in enumerate(objs)]
+            if len(set(names)) != len(names):
+                raise ConfigurationError(f"world object names must be unique, got {names}")
+            L = len(self.robot.link_names)
+            wp = np.full((L, len(objs)), self._default_pad)
+            if self._pair_pad:
+                for li, ln in enumerate(self.robot.link_names):
+                    for o, on in enumerate(names):
+                        wp[li, o] = self._pad(ln, on)
+            sa, sb, sp = self._self_pairs
+            self._world = ws
+            self._world_names = names
+            self._pairs = PairArrays(sa, sb, sp, wp)
+            self._world_key = key
+            self._world_objs = objs  # keep ids alive
+            assert self._rs is not None
+            F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
+            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names)
+        assert self._scene is not None
+        return self._scene
+
+    # ------------------------------------------------------------------ names
+    @property
+    def row_names(self) -> list[str]:
+        return [*self.robot.body_names, self.robot.base_name]
+
+    def column_names(self, world: Sequence[WorldObject] = ()) -> list[str]:
+        return self.row_names + [o.name or f"object{k}" for k, o in enumerate(world)]
+
+    def is_pair_checked(self, a: str, b: str) -> bool:
+        """Whether self pair (a, b) is evaluated under the skip rules."""
+        return bool(self._enabled[self.robot.link_index(a), self.robot.link_index(b)])
+
+    # ------------------------------------------------------------------ boolean checks
+    def is_valid(
+        self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> bool:
+        """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
+        ``world``."""
+        n = self.robot.num_joints
+        if (
+            type(q) is np.ndarray
+            and q.shape == (n,)
+            and q.dtype == np.float64
+            and q.flags.c_contiguous
+        ):
+            arr = q  # fast path: finiteness is checked in compiled code
+        else:
+            arr = self.robot.validate_configuration(q)
+        sc = self._prepare(world)
+        code = packed_valid(arr, sc.F, sc.I, not ignore_self)
+        if code < 0:
+            self.robot.validate_configuration(arr)  # raises with the offending joints named
+        return bool(code)
+
+    def is_valid_batch(
+        self, Q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> NDArray[np.bool_]:
+        """(N,) bool, True = collision-free, for a batch of configurations ``Q`` (N, n)."""
+        arr = self.robot.validate_batch(Q)
+        sc = self._prepare(world)
+        F, I = sc.F, sc.I
+        out = np.empty(arr.shape[0], dtype=np.bool_)
+        if arr.shape[0] >= PARALLEL_BATCH_MIN:
+            packed_valid_batch(arr, F, I, not ignore_self, out)
+        elif arr.shape[0]:
+            packed_valid_serial(arr, F, I, not ignore_self, out)
+        return out
+
+    def is_motion_valid(
+        self,
+        q0: ArrayLike,
+        q1: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        resolution: float = 1.0 / 32.0,
+        ignore_self: bool = False,
+    ) -> bool:
+        """Straight joint-space motion q0 -> q1 checked every ``resolution`` (L2 joint distance)."""
+        a = self.robot.validate_configuration(q0, "start configuration")
+        b = self.robot.validate_configuration(q1, "end configuration")
+        if not resolution > 0:
+            raise ConfigurationError("resolution must be a positive joint-space distance")
+        sc = self._prepare(world)
+        rs, ws, pr = sc.rs, sc.ws, sc.pr
+        steps = max(1, int(np.ceil(np.linalg.norm(b - a) / resolution)))
+        L = len(self.robot.link_names)
+        return bool(
+            motion_valid(
+                a,
+                b,
+                steps,
+                self.robot.kin,
+                rs,
+                ws,
+                pr,
+                not ignore_self,
+                np.empty((L, 4, 4)),
+                np.empty((len(rs.kind), 4, 4)),
+                np.zeros(L, dtype=np.bool_),
+                np.empty((L + 3, 3)),
+            )
+        )
+
+    # ------------------------------------------------------------------ distances
+    def pair_distances(
+        self,
+        q: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        exhaustive: bool = True,
+        ignore_self: bool = False,
+        cutoff: float = float("inf"),
+    ) -> PairDistances:
+        """Raw link-indexed distances for every evaluated pair (see :class:`PairDistances`).
+
+        Pairs at or beyond ``cutoff`` (m, padded) may be reported as +inf (pruned)."""
+        arr = self.robot.validate_configuration(q)
+        sc = self._prepare(world)
+        T, D, WA, WB, NN, E, hit = packed_pairs(
+            arr, sc.F, sc.I, exhaustive, not ignore_self, float(cutoff)
+        )
+        return PairDistances(T, D, WA, WB, NN, E, bool(hit), sc.world_names)
+
+    def check(
+        self,
+        q: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        exhaustive: bool = False,
+        ignore_self: bool = False,
+    ) -> CheckResult:
+        """MATLAB-style check at ``q`` (n,) against ``world``; see the module docstring."""
+        world = list(world)
+        pdist = self.pair_distances(q, world, exhaustive, ignore_self)
+        L = len(self.robot.link_names)
+        m = L - 1
+        sep, signed, wit, colliding = matlab_matrices(pdist.D, pdist.WA, pdist.WB, pdist.E, L)
+        rows = self.row_names
+        cols = rows + pdist.world_names
+        pairs: list[tuple[str, str]] = []
+        if pdist.collided:
+            for i, j in zip(*np.nonzero(colliding)):
+                if j <= m and j < i:
+                    continue  # report each self pair once
+                pairs.append((rows[i], cols[j]))
+        self_col = bool(pdist.collided and colliding[:, : m + 1].any())
+        world_col = bool(pdist.collided and colliding[:, m + 1 :].any())
+        return CheckResult(self_col, world_col, sep, signed, wit, rows, cols, pairs)
+
+    def signed_distance(
+        self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> NDArray[np.float64]:
+        """Exhaustive (m+1, m+1+w) padded signed-distance matrix (negative = penetration)."""
+        return self.check(q, world, exhaustive=True, ignore_self=ignore_self).signed
+
+    def min_distance(
+        self, q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
+    ) -> float:
+        """Smallest padded signed distance over every evaluated pair (inf when none)."""
+        d = self.pair_distances(q, world, True, ignore_self).D
+        return float(d.min()) if d.size else float("inf")
+
+    @property
+    def world_names(self) -> list[str]:
+        """Names of the world objects of the last call (``object<k>`` when unnamed)."""
+        return list(self._world_names)
+
+    def clearance(
+        self,
+        q: ArrayLike,
+        world: Sequence[WorldObject] = (),
+        influence_distance: float = float("inf"),
+        ignore_self: bool = False,
+    ) -> ClearanceTable:
+        """Clearance rows (padded signed distance < ``influence_distance``) with Jacobians."""
+        pd = self.pair_distances(
+            q, world, exhaustive=True, ignore_self=ignore_self, cutoff=influence_distance
+        )
+        return clearance_table(self.robot, pd, influence_distance)
+
+    def compiled(
+        self, world: Sequence[WorldObject] = ()
+    ) -> tuple[object, RobotArrays, WorldArrays, PairArrays]:
+        """``(kin, rs, ws, pr)`` tuples for calling the compiled kernels directly."""
+        sc = self._prepare(world)
+        rs, ws, pr = sc.rs, sc.ws, sc.pr
+        return self.robot.kin, rs, ws, pr

@@ -1,0 +1,149 @@
+"""Flat, compiled-kernel-ready arrays for the robot's shapes, the world and the checked pairs.
+
+:class:`RobotArrays` holds every robot collision shape sorted by link (tree order, base = 0),
+:class:`WorldArrays` every world object (one shape each, pose in the base frame), and
+:class:`PairArrays` the link pairs a :class:`~robot_collision.collision.checker.CollisionChecker`
+evaluates
+with their shape-pair lists and paddings. Nothing here runs per configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..geometry.shapes import Shape, WorldObject
+from ..model.robot_model import RobotModel
+
+__all__ = ["RobotArrays", "WorldArrays", "PairArrays", "robot_arrays", "world_arrays"]
+
+
+class RobotArrays(NamedTuple):
+    """S robot shapes sorted by link; ``link_start[l]:link_start[l+1]`` are link l's shapes."""
+
+    link: NDArray[np.int64]  # (S,) link index
+    kind: NDArray[np.int64]  # (S,)
+    params: NDArray[np.float64]  # (S, 4)
+    local: NDArray[np.float64]  # (S, 4, 4) pose in the link frame
+    vstart: NDArray[np.int64]  # (S,)
+    vcount: NDArray[np.int64]  # (S,)
+    verts: NDArray[np.float64]  # (V, 3) hull vertices, shape-local
+    link_start: NDArray[np.int64]  # (L + 1,)
+    bound_center: NDArray[np.float64]  # (L, 3) link frame
+    bound_radius: NDArray[np.float64]  # (L,) -1 when the link has no shapes
+
+
+class WorldArrays(NamedTuple):
+    """W world objects, one shape each (base frame)."""
+
+    kind: NDArray[np.int64]
+    params: NDArray[np.float64]
+    pose: NDArray[np.float64]  # (W, 4, 4)
+    vstart: NDArray[np.int64]
+    vcount: NDArray[np.int64]
+    verts: NDArray[np.float64]
+    # (16, W) enclosing oriented boxes, one column per object (structure of arrays, so that a
+    # loop over objects vectorises): rows 0-8 rotation R (row-major), 9-11 centre, 12-14 half
+    # extents (base frame, m); exact for boxes, see Shape.local_box
+    box: NDArray[np.float64]
+
+
+class PairArrays(NamedTuple):
+    """Evaluated self link pairs (a < b, in MATLAB evaluation order) and paddings (m)."""
+
+    self_a: NDArray[np.int64]  # (K,) link index
+    self_b: NDArray[np.int64]  # (K,)
+    self_pad: NDArray[np.float64]  # (K,)
+    world_pad: NDArray[np.float64]  # (L, W) padding of (link, world object)
+
+
+def _bound(
+    shapes: Sequence[tuple[Shape, NDArray[np.float64]]],
+) -> tuple[NDArray[np.float64], float]:
+    if not shapes:
+        return np.zeros(3), -1.0
+    centres = np.array([p[:3, 3] for _, p in shapes])
+    radii = np.array([s.bounding_radius() for s, _ in shapes])
+    c = 0.5 * (centres.min(axis=0) + centres.max(axis=0))
+    r = float(np.max(np.linalg.norm(centres - c, axis=1) + radii))
+    return c, r
+
+
+def robot_arrays(robot: RobotModel) -> RobotArrays:
+    """Flatten ``robot``'s collision geometry for the kernels."""
+    link: list[int] = []
+    kind: list[int] = []
+    params: list[NDArray[np.float64]] = []
+    local: list[NDArray[np.float64]] = []
+    vstart: list[int] = []
+    vcount: list[int] = []
+    verts: list[NDArray[np.float64]] = []
+    L = len(robot.link_names)
+    link_start = np.zeros(L + 1, dtype=np.int64)
+    bc = np.zeros((L, 3))
+    br = np.full(L, -1.0)
+    nv = 0
+    for li, name in enumerate(robot.link_names):
+        shapes = robot.collision_geometry(name)
+        link_start[li] = len(kind)
+        for shape, pose in shapes:
+            v = shape.vertices()
+            link.append(li)
+            kind.append(shape.kind)
+            params.append(shape.params())
+            local.append(pose)
+            vstart.append(nv)
+            vcount.append(len(v))
+            verts.append(v)
+            nv += len(v)
+        bc[li], br[li] = _bound(shapes)
+    link_start[L] = len(kind)
+    S = len(kind)
+    return RobotArrays(
+        np.asarray(link, dtype=np.int64).reshape(S),
+        np.asarray(kind, dtype=np.int64).reshape(S),
+        np.asarray(params, dtype=float).reshape(S, 4),
+        np.ascontiguousarray(np.asarray(local, dtype=float).reshape(S, 4, 4)),
+        np.asarray(vstart, dtype=np.int64).reshape(S),
+        np.asarray(vcount, dtype=np.int64).reshape(S),
+        np.ascontiguousarray(np.concatenate(verts) if verts else np.zeros((0, 3))).reshape(-1, 3),
+        link_start,
+        bc,
+        br,
+    )
+
+
+def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
+    """Flatten world objects for the kernels."""
+    W = len(world)
+    kind = np.zeros(W, dtype=np.int64)
+    params = np.zeros((W, 4))
+    pose = np.zeros((W, 4, 4))
+    vstart = np.zeros(W, dtype=np.int64)
+    vcount = np.zeros(W, dtype=np.int64)
+    box = np.zeros((16, W))
+    verts = []
+    nv = 0
+    for i, obj in enumerate(world):
+        if not isinstance(obj, WorldObject):
+            from ..errors import ShapeError
+
+            raise ShapeError(f"world entries must be WorldObject, got {type(obj).__name__}")
+        v = obj.shape.vertices()
+        kind[i] = obj.shape.kind
+        params[i] = obj.shape.params()
+        pose[i] = obj.pose
+        vstart[i] = nv
+        vcount[i] = len(v)
+        verts.append(v)
+        nv += len(v)
+        centre, half = obj.shape.local_box()
+        R = obj.pose[:3, :3]
+        box[0:9, i] = R.reshape(9)
+        box[9:12, i] = R @ centre + obj.pose[:3, 3]
+        box[12:15, i] = half
+    allv = np.ascontiguousarray(np.concatenate(verts)) if verts else np.zeros((0, 3))
+    return WorldArrays(kind, params, pose, vstart, vcount, allv.reshape(-1, 3), box)

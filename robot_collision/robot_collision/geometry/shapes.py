@@ -1,0 +1,296 @@
+"""Collision primitives and world objects.
+
+Constructors follow MATLAB's collision objects: ``Sphere(radius)``, ``Capsule(radius, length)``,
+``Box(x, y, z)`` (full side lengths), ``Cylinder(radius, length)``, ``Mesh(vertices or path)``.
+All lengths are metres. Every shape is expressed in its own local frame:
+
+- sphere: centred at the origin;
+- capsule: a segment of ``length`` along local z, centred, with hemispherical caps beyond it;
+- box: centred, sides along the local axes;
+- cylinder: axis along local z, centred;
+- mesh: the convex hull of the given vertices (``(k, 3)``, local frame).
+
+Each shape encodes itself for the compiled kernels as ``kind`` (an ``int``, see ``SPHERE`` ...),
+``params`` (``(4,)`` float64, see :func:`Shape.params`) and hull ``vertices`` (``(k, 3)``; empty
+for analytic shapes).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import MeshError, ShapeError
+
+__all__ = [
+    "SPHERE",
+    "CAPSULE",
+    "BOX",
+    "CYLINDER",
+    "MESH",
+    "Shape",
+    "Sphere",
+    "Capsule",
+    "Box",
+    "Cylinder",
+    "Mesh",
+    "WorldObject",
+    "load_mesh_vertices",
+]
+
+SPHERE = 0
+CAPSULE = 1
+BOX = 2
+CYLINDER = 3
+MESH = 4
+
+_EMPTY_VERTS = np.zeros((0, 3))
+
+
+def _positive(name: str, value: float, allow_zero: bool = False) -> float:
+    v = float(value)
+    if not np.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
+        bound = "non-negative" if allow_zero else "positive"
+        raise ShapeError(f"{name} must be a finite {bound} number of metres, got {value!r}")
+    return v
+
+
+class Shape:
+    """Base of every collision primitive."""
+
+    kind: int = -1
+
+    def params(self) -> NDArray[np.float64]:
+        """Kernel parameters ``(4,)``: sphere ``[r]``, capsule/cylinder ``[r, half_length]``,
+        box ``[hx, hy, hz]`` (half extents); unused entries are zero."""
+        raise NotImplementedError
+
+    def vertices(self) -> NDArray[np.float64]:
+        """Hull vertices ``(k, 3)`` in the local frame (empty for analytic shapes)."""
+        return _EMPTY_VERTS
+
+    def bounding_radius(self) -> float:
+        """Radius (m) of a sphere about the local origin that encloses the shape."""
+        raise NotImplementedError
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(centre (3,), half_extents (3,))`` of a box along the local axes that encloses the
+        shape (local frame, m); exact for boxes."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Sphere(Shape):
+    """Sphere of ``radius`` metres centred at the local origin."""
+
+    radius: float
+    kind = SPHERE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "radius", _positive("Sphere radius", self.radius))
+
+    def params(self) -> NDArray[np.float64]:
+        return np.array([self.radius, 0.0, 0.0, 0.0])
+
+    def bounding_radius(self) -> float:
+        return self.radius
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return np.zeros(3), np.full(3, self.radius)
+
+
+@dataclass(frozen=True)
+class Capsule(Shape):
+    """Capsule: segment of ``length`` m along local z (centred), inflated by ``radius`` m."""
+
+    radius: float
+    length: float
+    kind = CAPSULE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "radius", _positive("Capsule radius", self.radius))
+        object.__setattr__(
+            self, "length", _positive("Capsule length", self.length, allow_zero=True)
+        )
+
+    def params(self) -> NDArray[np.float64]:
+        return np.array([self.radius, 0.5 * self.length, 0.0, 0.0])
+
+    def bounding_radius(self) -> float:
+        return self.radius + 0.5 * self.length
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        r = self.radius
+        return np.zeros(3), np.array([r, r, r + 0.5 * self.length])
+
+
+@dataclass(frozen=True)
+class Box(Shape):
+    """Box of full side lengths ``x``, ``y``, ``z`` m, centred, sides along local axes."""
+
+    x: float
+    y: float
+    z: float
+    kind = BOX
+
+    def __post_init__(self) -> None:
+        for name in ("x", "y", "z"):
+            object.__setattr__(self, name, _positive(f"Box {name}", getattr(self, name)))
+
+    def params(self) -> NDArray[np.float64]:
+        return np.array([0.5 * self.x, 0.5 * self.y, 0.5 * self.z, 0.0])
+
+    def bounding_radius(self) -> float:
+        return 0.5 * float(np.sqrt(self.x**2 + self.y**2 + self.z**2))
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return np.zeros(3), 0.5 * np.array([self.x, self.y, self.z])
+
+
+@dataclass(frozen=True)
+class Cylinder(Shape):
+    """Cylinder of ``radius`` m and full ``length`` m along local z, centred."""
+
+    radius: float
+    length: float
+    kind = CYLINDER
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "radius", _positive("Cylinder radius", self.radius))
+        object.__setattr__(self, "length", _positive("Cylinder length", self.length))
+
+    def params(self) -> NDArray[np.float64]:
+        return np.array([self.radius, 0.5 * self.length, 0.0, 0.0])
+
+    def bounding_radius(self) -> float:
+        return float(np.hypot(self.radius, 0.5 * self.length))
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        r = self.radius
+        return np.zeros(3), np.array([r, r, 0.5 * self.length])
+
+
+def _read_obj(path: Path) -> NDArray[np.float64]:
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("v "):
+                parts = line.split()
+                rows.append([float(parts[1]), float(parts[2]), float(parts[3])])
+    return np.asarray(rows, dtype=float).reshape(-1, 3)
+
+
+def _read_stl(path: Path) -> NDArray[np.float64]:
+    data = path.read_bytes()
+    if len(data) >= 84:
+        count = int(np.frombuffer(data[80:84], dtype="<u4")[0])
+        if 84 + 50 * count == len(data):
+            rec = np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
+            tris = np.frombuffer(data[84:], dtype=rec, count=count)
+            return np.asarray(tris["v"], dtype=float).reshape(-1, 3)
+    rows = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "vertex":
+            rows.append([float(parts[1]), float(parts[2]), float(parts[3])])
+    return np.asarray(rows, dtype=float).reshape(-1, 3)
+
+
+def load_mesh_vertices(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
+    """Read the vertices ``(k, 3)`` of an OBJ or STL file (ASCII or binary STL)."""
+    p = Path(path)
+    if not p.is_file():
+        raise MeshError(f"mesh file {str(p)!r} does not exist; check the filename or package_dirs")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".obj":
+            verts = _read_obj(p)
+        elif suffix == ".stl":
+            verts = _read_stl(p)
+        else:
+            raise MeshError(
+                f"mesh file {str(p)!r} has unsupported format {suffix!r}; use .stl or .obj"
+            )
+    except (OSError, ValueError, IndexError) as exc:
+        raise MeshError(f"cannot read mesh file {str(p)!r}: {exc}") from exc
+    return verts
+
+
+def _convex_hull_vertices(points: NDArray[np.float64], source: str) -> NDArray[np.float64]:
+    from scipy.spatial import ConvexHull, QhullError
+
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 4:
+        raise MeshError(f"mesh {source} needs at least 4 vertices as a (k, 3) array")
+    if not np.all(np.isfinite(pts)):
+        raise MeshError(f"mesh {source} has non-finite vertices")
+    try:
+        hull = ConvexHull(pts)
+    except QhullError as exc:
+        raise MeshError(
+            f"mesh {source} is flat or degenerate (no 3-D convex hull): {exc}".splitlines()[0]
+        ) from exc
+    return np.ascontiguousarray(pts[hull.vertices])
+
+
+@dataclass(frozen=True, eq=False)
+class Mesh(Shape):
+    """Convex mesh: the convex hull of ``source`` (vertices ``(k, 3)`` or an STL/OBJ path),
+    each vertex multiplied by ``scale`` (a number or ``(3,)`` per axis)."""
+
+    source: Union[ArrayLike, str, os.PathLike[str]]
+    scale: Union[float, ArrayLike] = 1.0
+    hull: NDArray[np.float64] = field(init=False, repr=False)
+    kind = MESH
+
+    def __post_init__(self) -> None:
+        if isinstance(self.source, (str, os.PathLike)):
+            pts = load_mesh_vertices(self.source)
+            label = repr(str(self.source))
+        else:
+            pts = np.asarray(self.source, dtype=float)
+            label = "from vertices"
+        scale = np.broadcast_to(np.asarray(self.scale, dtype=float), (3,))
+        if not np.all(np.isfinite(scale)) or np.any(scale == 0):
+            raise ShapeError(f"Mesh scale must be finite and non-zero, got {self.scale!r}")
+        if pts.ndim == 2 and pts.shape[1] == 3:
+            pts = pts * scale
+        object.__setattr__(self, "hull", _convex_hull_vertices(pts, label))
+
+    def params(self) -> NDArray[np.float64]:
+        return np.zeros(4)
+
+    def vertices(self) -> NDArray[np.float64]:
+        return self.hull
+
+    def bounding_radius(self) -> float:
+        return float(np.max(np.linalg.norm(self.hull, axis=1)))
+
+    def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        lo, hi = self.hull.min(axis=0), self.hull.max(axis=0)
+        return 0.5 * (lo + hi), 0.5 * (hi - lo)
+
+
+@dataclass(frozen=True, eq=False)
+class WorldObject:
+    """An obstacle: ``shape`` placed at ``pose`` (``(4, 4)`` homogeneous, robot base frame)."""
+
+    shape: Shape
+    pose: NDArray[np.float64] = field(default_factory=lambda: np.eye(4))
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.shape, Shape):
+            raise ShapeError(f"WorldObject shape must be a Shape, got {type(self.shape).__name__}")
+        pose = np.asarray(self.pose, dtype=float)
+        if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
+            raise ShapeError("WorldObject pose must be a finite (4, 4) homogeneous transform")
+        rot = pose[:3, :3]
+        if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-6) or np.linalg.det(rot) < 0:
+            raise ShapeError("WorldObject pose rotation must be orthonormal and right-handed")
+        object.__setattr__(self, "pose", pose)

@@ -1,0 +1,373 @@
+"""The robot model: a rigid-body tree with joint limits and per-body collision shapes.
+
+``RobotModel.from_urdf`` builds it from a URDF path or string (and optionally an SRDF).
+Bodies are every link but the root, in depth-first tree order (children in the order their
+joints appear in the URDF); the root is ``base_name``. The configuration holds the ``n``
+non-fixed, non-mimic joints (``joint_names``) in the same tree order; mimic joints follow
+their leader as ``multiplier * q_leader + offset``. Units: rad for revolute/continuous joints,
+m for prismatic ones; poses are (4, 4) in the base (root link) frame.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ConfigurationError, ModelError, ShapeError, SRDFError, UnknownNameError
+from ..geometry.shapes import Shape
+from .kinematics import (
+    PRISMATIC,
+    REVOLUTE,
+    KinematicArrays,
+    fk_into,
+    forward_kinematics_batch,
+)
+from .urdf import PackageDirs, SRDFDescription, URDFDescription, parse_srdf, parse_urdf
+
+__all__ = ["JointInfo", "RobotModel", "CONTINUOUS_SAMPLE_RANGE"]
+
+CONTINUOUS_SAMPLE_RANGE = np.pi
+"""Continuous joints (no limits) are sampled in ``[-pi, pi]``."""
+
+
+@dataclass(frozen=True)
+class JointInfo:
+    """An actuated (configuration) joint: limits in rad or m, velocity limit in rad/s or m/s."""
+
+    name: str
+    type: str  # "revolute", "continuous" or "prismatic"
+    child: str
+    lower: float
+    upper: float
+    velocity: float
+    effort: float
+
+    @property
+    def is_continuous(self) -> bool:
+        return self.type == "continuous"
+
+
+class RobotModel:
+    """Rigid-body tree with collision geometry. Build with :meth:`from_urdf`."""
+
+    def __init__(
+        self, description: URDFDescription, srdf: Optional[SRDFDescription] = None
+    ) -> None:
+        self.name = description.name
+        self._build_tree(description)
+        self.srdf = srdf
+        self._geometry: dict[str, list[tuple[Shape, NDArray[np.float64]]]] = {
+            ln.name: [(s, np.asarray(p, dtype=float)) for s, p in ln.collisions]
+            for ln in description.links
+        }
+        self.geometry_version = 0
+        self.groups: dict[str, list[str]] = self._expand_groups(srdf) if srdf else {}
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_urdf(
+        cls,
+        path_or_xml: Union[str, os.PathLike[str]],
+        srdf: Union[str, os.PathLike[str], None] = None,
+        package_dirs: PackageDirs = None,
+    ) -> RobotModel:
+        """Load a URDF (file path or XML string) and an optional SRDF (path or XML string)."""
+        desc = parse_urdf(path_or_xml, package_dirs=package_dirs)
+        model = cls(desc)
+        if srdf is not None:
+            model.srdf = parse_srdf(srdf, model.link_names)
+            model.groups = model._expand_groups(model.srdf)
+        return model
+
+    def _build_tree(self, desc: URDFDescription) -> None:
+        link_names = [ln.name for ln in desc.links]
+        children: dict[str, list] = {n: [] for n in link_names}
+        parent_joint: dict[str, object] = {}
+        for j in desc.joints:
+            if j.child in parent_joint:
+                raise ModelError(f"link {j.child!r} has two parent joints; a URDF must be a tree")
+            parent_joint[j.child] = j
+            children[j.parent].append(j)
+        roots = [n for n in link_names if n not in parent_joint]
+        if len(roots) != 1:
+            raise ModelError(
+                f"URDF must have exactly one root link, found {len(roots)}: {roots[:5]}; "
+                "connect every link with a joint"
+            )
+        order: list[str] = []
+        jorder: list = [None]
+        stack = [(roots[0], None)]
+        while stack:
+            name, joint = stack.pop()
+            order.append(name)
+            if joint is not None:
+                jorder.append(joint)
+            for j in reversed(children[name]):
+                stack.append((j.child, j))
+        if len(order) != len(link_names):
+            raise ModelError("URDF joints form a cycle; a URDF must be a tree")
+        self.base_name: str = roots[0]
+        self.link_names: list[str] = order
+        self.body_names: list[str] = order[1:]
+        self._link_index = {n: i for i, n in enumerate(order)}
+        L = len(order)
+        jdescs = {j.name: j for j in desc.joints}
+        actuated = [j for j in jorder[1:] if j.type != "fixed" and j.mimic is None]
+        self.joints: list[JointInfo] = [
+            JointInfo(j.name, j.type, j.child, j.lower, j.upper, j.velocity, j.effort)
+            for j in actuated
+        ]
+        self.joint_names: list[str] = [j.name for j in self.joints]
+        qindex = {j.name: k for k, j in enumerate(self.joints)}
+        parent = np.full(L, -1, dtype=np.int64)
+        jtype = np.zeros(L, dtype=np.int64)
+        origin = np.tile(np.eye(4), (L, 1, 1))
+        axis = np.zeros((L, 3))
+        qidx = np.full(L, -1, dtype=np.int64)
+        scale = np.ones(L)
+        offset = np.zeros(L)
+        self.link_joint: dict[str, str] = {}
+        for i in range(1, L):
+            j = jorder[i]
+            self.link_joint[order[i]] = j.name
+            parent[i] = self._link_index[j.parent]
+            origin[i] = j.origin
+            axis[i] = j.axis
+            if j.type == "fixed":
+                continue
+            jtype[i] = PRISMATIC if j.type == "prismatic" else REVOLUTE
+            if j.mimic is None:
+                qidx[i] = qindex[j.name]
+                continue
+            # follow mimic chains to an actuated joint
+            mult, off, leader = 1.0, 0.0, j
+            seen = {j.name}
+            while leader.mimic is not None:
+                lname, m, o = leader.mimic
+                if lname not in jdescs:
+                    raise ModelError(f"joint {leader.name!r} mimics unknown joint {lname!r}")
+                if lname in seen:
+                    raise ModelError(f"mimic joints form a cycle through {lname!r}")
+                seen.add(lname)
+                # v_j = mult * v_leader + off and v_leader = m * v_next + o
+                mult, off = mult * m, mult * o + off
+                leader = jdescs[lname]
+            if leader.type == "fixed":
+                raise ModelError(f"joint {j.name!r} mimics fixed joint {leader.name!r}")
+            qidx[i] = qindex[leader.name]
+            scale[i] = mult
+            offset[i] = off
+        self.kin = KinematicArrays(parent, jtype, origin, axis, qidx, scale, offset)
+        self.lower = np.array([j.lower for j in self.joints])
+        self.upper = np.array([j.upper for j in self.joints])
+        self.velocity_limits = np.array([j.velocity for j in self.joints])
+        self.is_continuous = np.array([j.is_continuous for j in self.joints], dtype=bool)
+        self.parent_of: dict[str, Optional[str]] = {
+            n: (order[parent[i]] if parent[i] >= 0 else None) for i, n in enumerate(order)
+        }
+
+    def _expand_groups(self, srdf: SRDFDescription) -> dict[str, list[str]]:
+        """Group name -> actuated joint names (joints, links, chains and subgroups expanded)."""
+        out: dict[str, list[str]] = {}
+        actuated = set(self.joint_names)
+
+        def expand(g: str, depth: int = 0) -> list[str]:
+            if depth > 20:
+                raise SRDFError(f"SRDF group {g!r} includes itself")
+            names: list[str] = [j for j in srdf.groups.get(g, [])]
+            for lname in srdf.group_links.get(g, []):
+                if lname in self.link_joint:
+                    names.append(self.link_joint[lname])
+            for base, tip in srdf.group_chains.get(g, []):
+                if base not in self._link_index or tip not in self._link_index:
+                    raise SRDFError(
+                        f"SRDF group {g!r} chain names unknown link {base!r} or {tip!r}"
+                    )
+                link: Optional[str] = tip
+                chain: list[str] = []
+                while link is not None and link != base:
+                    if link in self.link_joint:
+                        chain.append(self.link_joint[link])
+                    link = self.parent_of[link]
+                if link != base:
+                    raise SRDFError(f"SRDF group {g!r}: {base!r} is not an ancestor of {tip!r}")
+                names.extend(reversed(chain))
+            for sub in srdf.group_subgroups.get(g, []):
+                names.extend(expand(sub, depth + 1))
+            ordered = [j for j in self.joint_names if j in set(names) and j in actuated]
+            return ordered
+
+        for g in srdf.groups:
+            out[g] = expand(g)
+        return out
+
+    # ------------------------------------------------------------------ sizes and names
+    @property
+    def num_joints(self) -> int:
+        """n: number of configuration variables."""
+        return len(self.joint_names)
+
+    @property
+    def num_bodies(self) -> int:
+        """m: number of bodies (links except the base)."""
+        return len(self.body_names)
+
+    def link_index(self, name: str) -> int:
+        """Index of a link in tree order (base = 0, body k = k + 1)."""
+        try:
+            return self._link_index[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"unknown body {name!r}; known bodies: {', '.join(self.link_names)}"
+            ) from None
+
+    def joint_index(self, name: str) -> int:
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise UnknownNameError(
+                f"unknown joint {name!r}; configuration joints: {', '.join(self.joint_names)}"
+            ) from None
+
+    # ------------------------------------------------------------------ configurations
+    def validate_configuration(
+        self, q: ArrayLike, what: str = "configuration"
+    ) -> NDArray[np.float64]:
+        """Return ``q`` as a contiguous float (n,) array or raise :class:`ConfigurationError`."""
+        try:
+            arr = np.ascontiguousarray(q, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"{what} must be a sequence of {self.num_joints} numbers"
+            ) from exc
+        if arr.shape != (self.num_joints,):
+            raise ConfigurationError(
+                f"{what} must have {self.num_joints} values (joints {', '.join(self.joint_names)}),"
+                f" got shape {arr.shape}"
+            )
+        if not np.all(np.isfinite(arr)):
+            bad = [self.joint_names[i] for i in np.flatnonzero(~np.isfinite(arr))]
+            raise ConfigurationError(f"{what} has non-finite values for joints {bad}")
+        return arr
+
+    def validate_batch(self, Q: ArrayLike) -> NDArray[np.float64]:
+        """Return ``Q`` as a contiguous (N, n) float array or raise :class:`ConfigurationError`."""
+        try:
+            arr = np.ascontiguousarray(Q, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError("batch must be an (N, n) array of numbers") from exc
+        if arr.ndim != 2 or arr.shape[1] != self.num_joints:
+            raise ConfigurationError(
+                f"batch must have shape (N, {self.num_joints}), got {arr.shape}"
+            )
+        if not np.all(np.isfinite(arr)):
+            raise ConfigurationError("batch has non-finite values")
+        return arr
+
+    def within_limits(self, q: ArrayLike, tol: float = 1e-9) -> bool:
+        arr = np.asarray(q, dtype=float)
+        return bool(np.all(arr >= self.lower - tol) and np.all(arr <= self.upper + tol))
+
+    def home_configuration(self) -> NDArray[np.float64]:
+        """Zero for every joint, clipped into its limits."""
+        return np.clip(np.zeros(self.num_joints), self.lower, self.upper)
+
+    def sampling_bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Finite (lower, upper) boxes for sampling: unbounded joints use +-pi (or +-1 m)."""
+        lo = np.where(np.isfinite(self.lower), self.lower, -CONTINUOUS_SAMPLE_RANGE)
+        hi = np.where(np.isfinite(self.upper), self.upper, CONTINUOUS_SAMPLE_RANGE)
+        return lo, hi
+
+    def random_configuration(
+        self, rng: Union[np.random.Generator, int, None] = None
+    ) -> NDArray[np.float64]:
+        """Uniform sample within the joint limits (continuous joints in [-pi, pi])."""
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        lo, hi = self.sampling_bounds()
+        return gen.uniform(lo, hi)
+
+    def named_configuration(self, name: str) -> NDArray[np.float64]:
+        """An SRDF ``group_state`` by name (joints not in the state stay at home)."""
+        q = self.home_configuration()
+        if self.srdf is not None:
+            for states in self.srdf.group_states.values():
+                if name in states:
+                    for j, v in states[name].items():
+                        if j in self.joint_names:
+                            q[self.joint_index(j)] = v
+                    return q
+        raise UnknownNameError(f"no SRDF group_state named {name!r}")
+
+    # ------------------------------------------------------------------ kinematics
+    def link_poses(self, q: ArrayLike) -> NDArray[np.float64]:
+        """Poses (L, 4, 4) of all links in tree order (base first), base frame."""
+        arr = self.validate_configuration(q)
+        out = np.empty((len(self.link_names), 4, 4))
+        fk_into(arr, *self.kin, out)
+        return out
+
+    def link_poses_batch(self, Q: ArrayLike) -> NDArray[np.float64]:
+        """Poses (N, L, 4, 4) for a batch of configurations (N, n)."""
+        out: NDArray[np.float64] = forward_kinematics_batch(self.validate_batch(Q), *self.kin)
+        return out
+
+    def link_transforms(self, q: ArrayLike) -> dict[str, NDArray[np.float64]]:
+        """Every link's (4, 4) pose in the base frame, by name."""
+        T = self.link_poses(q)
+        return {n: T[i] for i, n in enumerate(self.link_names)}
+
+    # ------------------------------------------------------------------ geometry
+    def collision_geometry(self, body: str) -> list[tuple[Shape, NDArray[np.float64]]]:
+        """The collision shapes of ``body`` (or the base) with (4, 4) poses in its link frame."""
+        self.link_index(body)
+        return list(self._geometry.get(body, []))
+
+    def add_collision(self, body: str, shape: Shape, pose: Optional[ArrayLike] = None) -> None:
+        """Attach ``shape`` to ``body`` at ``pose`` (4, 4) in the body frame (identity default)."""
+        self.link_index(body)
+        if not isinstance(shape, Shape):
+            raise ShapeError(f"add_collision needs a Shape, got {type(shape).__name__}")
+        T = np.eye(4) if pose is None else np.asarray(pose, dtype=float)
+        if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+            raise ShapeError("collision pose must be a finite (4, 4) homogeneous transform")
+        self._geometry.setdefault(body, []).append((shape, T))
+        self.geometry_version += 1
+
+    def clear_collision(self, body: str) -> None:
+        """Remove every collision shape of ``body``."""
+        self.link_index(body)
+        self._geometry[body] = []
+        self.geometry_version += 1
+
+    def copy_geometry(self) -> dict[str, list[tuple[Shape, NDArray[np.float64]]]]:
+        return {k: list(v) for k, v in self._geometry.items()}
+
+    def disabled_pairs(self) -> list[tuple[str, str]]:
+        """SRDF ``disable_collisions`` pairs (empty without an SRDF)."""
+        return list(self.srdf.disabled_pairs) if self.srdf else []
+
+    def group_joint_indices(self, group: str) -> NDArray[np.int64]:
+        """Configuration indices of an SRDF (or user-added) group's joints."""
+        if group not in self.groups:
+            raise UnknownNameError(
+                f"unknown joint group {group!r}; known groups: {', '.join(self.groups) or 'none'}"
+            )
+        return np.array([self.joint_index(j) for j in self.groups[group]], dtype=np.int64)
+
+    def add_group(self, name: str, joints: Iterable[str]) -> None:
+        """Define or replace a joint group (e.g. from YAML) by joint names."""
+        js = list(joints)
+        for j in js:
+            self.joint_index(j)
+        self.groups[name] = js
+
+    def __repr__(self) -> str:
+        return (
+            f"RobotModel({self.name!r}, base={self.base_name!r}, bodies={self.num_bodies}, "
+            f"joints={self.num_joints})"
+        )

@@ -1,0 +1,674 @@
+"""The ``collision_checker`` node: clearance tables, RViz markers and a collision-check service.
+
+Interface (names relative to the node; ``~`` = the node's private namespace):
+
+- subscribes ``joint_states`` (``sensor_msgs/JointState``; joints mapped by name, extra joints
+  ignored; a sample with missing or non-finite model joints, mismatched lengths or no names is
+  rejected with a throttled error and produces nothing);
+- publishes ``~/clearance`` (``robot_collision_interfaces/ClearanceTable``): one table per
+  accepted joint state (at most ``publish_rate`` per second when that is > 0), stamped with the
+  joint state's stamp, rows = pairs closer than ``influence_distance``;
+- publishes ``~/markers`` (``visualization_msgs/MarkerArray``) at ``marker_rate`` while anyone
+  subscribes (see :mod:`robot_collision.ros.markers`);
+- serves ``~/check_collision`` (``robot_collision_interfaces/CheckCollision``);
+- subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE)
+  and, when ``moveit_msgs`` is importable, ``collision_object`` (``moveit_msgs/CollisionObject``);
+- the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
+  (:mod:`robot_collision.ros.robot_loader`); world objects from ``world_file`` and the topics.
+
+Parameters are listed in :data:`PARAMETERS` (also in ``config/robot_collision.yaml``). An invalid
+value given at start-up is logged and replaced by its default; an invalid change at run time is
+rejected with the reason and the previous value stays in force. No callback lets an exception
+escape: bad input is logged (throttled) and the node keeps running.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Union
+
+import numpy as np
+from numpy.typing import NDArray
+from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
+    SetParametersResult,
+)
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
+from sensor_msgs.msg import JointState
+from visualization_msgs.msg import MarkerArray
+
+from robot_collision_interfaces.msg import ClearanceTable as ClearanceTableMsg
+from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
+from robot_collision_interfaces.srv import CheckCollision
+
+from ..collision.checker import CollisionChecker, SkipRule
+from ..collision.clearance import ClearanceTable
+from ..errors import ConfigurationError, RobotCollisionError
+from ..geometry.shapes import WorldObject
+from ..model.robot_model import RobotModel
+from .cdr import WIRE_FORMAT_SUPPORTED, ClearanceTableWriter
+from .conversions import (
+    ConversionError,
+    JointStateMapper,
+    check_result_to_response,
+    clearance_table_to_msg,
+)
+from .markers import ClearanceMarkers
+from .parameters import apply_parameter_values, start_up_settings
+from .robot_loader import RobotLoader
+from .world import WorldModel
+
+__all__ = [
+    "CollisionCheckerNode",
+    "CheckerSettings",
+    "PARAMETERS",
+    "make_checker",
+    "parse_pair",
+    "parse_pair_padding",
+    "settings_from_values",
+    "main",
+]
+
+NODE_NAME = "collision_checker"
+
+# name: (default, description, constraints)
+PARAMETERS: dict[str, tuple[Any, str, str]] = {
+    "skip_rule": (
+        "parent",
+        "Self pairs never checked: 'parent' (each link with its parent), 'adjacent' (consecutive "
+        "links in tree order) or 'none'; the SRDF's disabled pairs and skip_pairs are added.",
+        "parent | adjacent | none",
+    ),
+    "skip_pairs": (
+        [],
+        "Extra self pairs never checked, each 'linkA=linkB'.",
+        "each 'linkA=linkB' with link names of the robot",
+    ),
+    "use_srdf": (True, "Skip the SRDF's disable_collisions pairs.", ""),
+    "padding": (
+        0.0,
+        "Safety margin subtracted from every pair's distance, in metres.",
+        "finite",
+    ),
+    "pair_padding": (
+        [],
+        "Per-pair padding overriding 'padding', each 'bodyA=bodyB:metres' (bodies are robot "
+        "links or world object ids).",
+        "each 'a=b:value' with a finite value",
+    ),
+    "influence_distance": (
+        0.3,
+        "Pairs closer than this (m, padding applied) get a row in ~/clearance and witness "
+        "markers; shapes are coloured from green (at it) to red (touching).",
+        "> 0",
+    ),
+    "exhaustive": (
+        False,
+        "CheckCollision evaluates every pair (full matrices) even when the request's exhaustive "
+        "flag is false.",
+        "",
+    ),
+    "ignore_self": (False, "Leave robot-robot pairs out of ~/clearance.", ""),
+    "publish_rate": (
+        0.0,
+        "Maximum rate of ~/clearance in Hz; 0 = one table for every joint state. Joint states "
+        "arriving faster are coalesced (the newest is used).",
+        ">= 0",
+    ),
+    "marker_rate": (
+        10.0,
+        "Rate of ~/markers in Hz while someone subscribes; 0 = no markers.",
+        ">= 0",
+    ),
+    "frame_id": (
+        "",
+        "Frame of ~/clearance and ~/markers (empty = the robot base link). World objects in "
+        "messages may use this frame, the base link or an empty frame_id.",
+        "",
+    ),
+    "world_file": (
+        "",
+        "World objects YAML (path or package://pkg/path; empty = none); see "
+        "robot_collision.ros.world.",
+        "",
+    ),
+}
+
+
+# --------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class CheckerSettings:
+    """Validated parameter values of the node."""
+
+    skip_rule: str = "parent"
+    skip_pairs: tuple[tuple[str, str], ...] = ()
+    use_srdf: bool = True
+    padding: float = 0.0
+    pair_padding: tuple[tuple[str, str, float], ...] = ()
+    influence_distance: float = 0.3
+    exhaustive: bool = False
+    ignore_self: bool = False
+    publish_rate: float = 0.0
+    marker_rate: float = 10.0
+    frame_id: str = ""
+    world_file: str = ""
+
+
+def parse_pair(text: str, what: str = "pair") -> tuple[str, str]:
+    """``'a=b'`` → ``('a', 'b')`` (whitespace stripped)."""
+    a, sep, b = str(text).partition("=")
+    a, b = a.strip(), b.strip()
+    if not sep or not a or not b or "=" in b:
+        raise ConfigurationError(f"{what} {text!r} must be 'nameA=nameB'")
+    return a, b
+
+
+def parse_pair_padding(text: str) -> tuple[str, str, float]:
+    """``'a=b:0.05'`` → ``('a', 'b', 0.05)``."""
+    pair, sep, value = str(text).rpartition(":")
+    if not sep:
+        raise ConfigurationError(f"pair_padding entry {text!r} must be 'bodyA=bodyB:metres'")
+    a, b = parse_pair(pair, "pair_padding entry")
+    try:
+        v = float(value)
+    except ValueError:
+        raise ConfigurationError(
+            f"pair_padding entry {text!r}: {value.strip()!r} is not a number of metres"
+        ) from None
+    if not math.isfinite(v):
+        raise ConfigurationError(f"pair_padding entry {text!r} must have a finite value")
+    return a, b, v
+
+
+def _float(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigurationError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ConfigurationError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def _entries(value: Any, name: str) -> list[str]:
+    """Non-blank entries of a string-array parameter."""
+    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+        return []
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(f"{name} must be a list of strings, got {value!r}")
+    return [v for v in value if v.strip()]
+
+
+def _validate_one(name: str, value: Any) -> Any:
+    """Validated value of one parameter (raises ConfigurationError with the reason)."""
+    if name == "skip_rule":
+        rule = str(value).strip().lower()
+        if rule not in ("parent", "adjacent", "none"):
+            raise ConfigurationError(
+                f"skip_rule must be 'parent', 'adjacent' or 'none', got {value!r}"
+            )
+        return rule
+    if name == "skip_pairs":
+        return tuple(parse_pair(v, "skip_pairs entry") for v in _entries(value, name))
+    if name == "pair_padding":
+        return tuple(parse_pair_padding(v) for v in _entries(value, name))
+    if name in ("padding",):
+        return _float(value, name)
+    if name == "influence_distance":
+        v = _float(value, name)
+        if v <= 0:
+            raise ConfigurationError(f"influence_distance must be > 0 m, got {value!r}")
+        return v
+    if name in ("publish_rate", "marker_rate"):
+        v = _float(value, name)
+        if v < 0:
+            raise ConfigurationError(f"{name} must be >= 0 Hz (0 = off/unlimited), got {value!r}")
+        return v
+    if name in ("use_srdf", "exhaustive", "ignore_self"):
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"{name} must be true or false, got {value!r}")
+        return value
+    if name in ("frame_id", "world_file"):
+        return str(value).strip()
+    raise ConfigurationError(f"unknown parameter {name!r}")
+
+
+def settings_from_values(
+    values: dict[str, Any], base: Optional[CheckerSettings] = None, strict: bool = True
+) -> tuple[CheckerSettings, list[str]]:
+    """Settings from parameter values (missing names keep ``base``'s, default: defaults).
+
+    ``strict``: raise :class:`ConfigurationError` on the first invalid value; otherwise keep the
+    base value for it and return the error texts as the second element.
+    """
+    settings = base or CheckerSettings()
+    return apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
+
+
+def _rule_pairs(robot: RobotModel, rule: str) -> list[tuple[str, str]]:
+    """The pairs the core skips for a named rule (so that extra pairs can be added)."""
+    if rule == "parent":
+        return [(b, p) for b in robot.body_names if (p := robot.parent_of[b]) is not None]
+    if rule == "adjacent":
+        chain = [robot.base_name, *robot.body_names]
+        return [(chain[i], chain[i + 1]) for i in range(len(chain) - 1)]
+    return []
+
+
+def make_checker(robot: RobotModel, settings: CheckerSettings) -> CollisionChecker:
+    """A :class:`CollisionChecker` configured by ``settings`` (raises on names unknown to the
+    robot)."""
+    skip: SkipRule
+    if settings.skip_rule == "parent" and not settings.skip_pairs:
+        skip = "parent"
+    elif settings.skip_rule == "adjacent" and not settings.skip_pairs:
+        skip = "adjacent"
+    else:
+        skip = _rule_pairs(robot, settings.skip_rule) + list(settings.skip_pairs)
+    padding: Union[float, dict[tuple[str, str], float]] = settings.padding
+    if settings.pair_padding:
+        padding = {(a, b): v for a, b, v in settings.pair_padding}
+        padding[("*", "*")] = settings.padding
+    return CollisionChecker(robot, skip=skip, padding=padding, use_srdf=settings.use_srdf)
+
+
+@dataclass
+class _Pipeline:
+    """Everything derived from one robot model + settings (swapped atomically)."""
+
+    robot: RobotModel
+    settings: CheckerSettings
+    stream: CollisionChecker  # used only by the joint-state callback group
+    service: CollisionChecker  # used only by the service callback group
+    mapper: JointStateMapper
+    markers: ClearanceMarkers
+    frame_id: str
+
+
+@dataclass
+class _Latest:
+    """The last computed table (for markers)."""
+
+    serial: int
+    q: NDArray[np.float64]
+    table: ClearanceTable
+    world: Sequence[WorldObject]
+    stamp: Any
+
+
+# --------------------------------------------------------------------------- node
+class CollisionCheckerNode(Node):
+    """Collision checker node (see the module docstring). ``kwargs`` go to ``rclpy.node.Node``
+    (``context``, ``namespace``, ``parameter_overrides``, ``cli_args``, ...)."""
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self._lock = threading.RLock()
+        self._pipeline: Optional[_Pipeline] = None
+        self._latest: Optional[_Latest] = None
+        self._q: Optional[NDArray[np.float64]] = None
+        self._serial = 0
+        self._pending: Optional[tuple[_Pipeline, NDArray[np.float64], Any]] = None
+        self._last_publish = -math.inf
+        self._marker_key: Any = None
+        # ~/clearance goes out as serialized bytes (5x cheaper than message objects, see
+        # robot_collision.ros.cdr); used by the joint-state group only
+        self._writer = ClearanceTableWriter() if WIRE_FORMAT_SUPPORTED else None
+        self._rate_timer: Any = None
+        self._marker_timer: Any = None
+        self.stats = {"received": 0, "published": 0, "rejected": 0, "coalesced": 0, "errors": 0}
+
+        self._state_group = MutuallyExclusiveCallbackGroup()
+        self._service_group = MutuallyExclusiveCallbackGroup()
+        self._world_group = MutuallyExclusiveCallbackGroup()
+        self._marker_group = MutuallyExclusiveCallbackGroup()
+
+        self.world = WorldModel()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+
+        # ---- parameters: declared with dynamic typing (a mistyped value in a parameter file must
+        # not abort the node), then validated here (invalid start-up values → defaults)
+        self._settings = start_up_settings(
+            self, PARAMETERS, settings_from_values, self.world)
+
+        # ---- interfaces
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        overrides = QoSOverridingOptions.with_default_policies()
+        self._clearance_pub = self.create_publisher(
+            ClearanceTableMsg, "~/clearance", qos, qos_overriding_options=overrides)
+        self._marker_pub = self.create_publisher(MarkerArray, "~/markers", qos)
+        self._joint_sub = self.create_subscription(
+            JointState, "joint_states", self._on_joint_state, qos,
+            callback_group=self._state_group, qos_overriding_options=overrides)
+        self._world_sub = self.create_subscription(
+            WorldObjectMsg, "~/world_objects", self._on_world_object, qos,
+            callback_group=self._world_group)
+        self._moveit_sub = None
+        try:
+            from moveit_msgs.msg import CollisionObject  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            CollisionObject = None
+        if CollisionObject is not None:
+            self._moveit_sub = self.create_subscription(
+                CollisionObject, "collision_object", self._on_collision_object, qos,
+                callback_group=self._world_group)
+        self._service = self.create_service(
+            CheckCollision, "~/check_collision", self._on_check_collision,
+            callback_group=self._service_group)
+        self._make_timers()
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._loader.start()
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def settings(self) -> CheckerSettings:
+        """The parameter values in force."""
+        return self._settings
+
+    @property
+    def robot(self) -> Optional[RobotModel]:
+        """The robot model in use (None until one loads)."""
+        pipe = self._pipeline
+        return pipe.robot if pipe is not None else None
+
+    @property
+    def checker(self) -> Optional[CollisionChecker]:
+        """A checker configured like the node's (the service's; do not use concurrently)."""
+        pipe = self._pipeline
+        return pipe.service if pipe is not None else None
+
+    def _make_timers(self) -> None:
+        if self._rate_timer is not None:
+            self.destroy_timer(self._rate_timer)
+            self._rate_timer = None
+        if self._marker_timer is not None:
+            self.destroy_timer(self._marker_timer)
+            self._marker_timer = None
+        if self._settings.publish_rate > 0:
+            self._rate_timer = self.create_timer(
+                1.0 / self._settings.publish_rate, self._on_rate_timer,
+                callback_group=self._state_group)
+        if self._settings.marker_rate > 0:
+            self._marker_timer = self.create_timer(
+                1.0 / self._settings.marker_rate, self._on_marker_timer,
+                callback_group=self._marker_group)
+
+    def _build_pipeline(self, robot: RobotModel, settings: CheckerSettings) -> _Pipeline:
+        frame = settings.frame_id or robot.base_name
+        old = self._pipeline
+        markers = ClearanceMarkers(robot, frame)
+        if old is not None:
+            markers.take_over(old.markers)  # so that the old robot's markers get deleted
+        return _Pipeline(
+            robot=robot,
+            settings=settings,
+            stream=make_checker(robot, settings),
+            service=make_checker(robot, settings),
+            mapper=JointStateMapper(robot.joint_names),
+            markers=markers,
+            frame_id=frame,
+        )
+
+    def _install(self, pipe: _Pipeline) -> None:
+        with self._lock:
+            if self._pipeline is None or self._pipeline.robot is not pipe.robot:
+                self._q = None
+                self._latest = None
+                self._pending = None
+            self._pipeline = pipe
+            self._marker_key = None
+        self.world.set_frame_ids({pipe.robot.base_name, pipe.frame_id})
+
+    # ------------------------------------------------------------------ robot
+    def _on_robot(self, robot: RobotModel, source: str) -> None:
+        try:
+            pipe = self._build_pipeline(robot, self._settings)
+        except RobotCollisionError as exc:
+            defaults = CheckerSettings()
+            keep = replace(
+                self._settings, skip_rule=defaults.skip_rule, skip_pairs=(),
+                pair_padding=(), use_srdf=defaults.use_srdf,
+            )
+            self.get_logger().error(
+                f"skip/padding parameters do not fit robot {robot.name!r}: {exc}; using "
+                f"skip_rule {keep.skip_rule!r} without skip_pairs and pair_padding"
+            )
+            self._settings = keep
+            pipe = self._build_pipeline(robot, keep)
+        self._warm_up(pipe)
+        self._install(pipe)
+
+    def _warm_up(self, pipe: _Pipeline) -> None:
+        """Run each checker once so that the compiled kernels are loaded (or compiled) now and
+        not on the first joint state."""
+        t0 = time.perf_counter()
+        try:
+            q = pipe.robot.home_configuration()
+            world = self.world.objects()
+            pipe.stream.clearance(q, world, pipe.settings.influence_distance)
+            pipe.service.check(q, world, exhaustive=True)
+            every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
+            if self._writer is not None and not ClearanceTableWriter().agrees_with_rmw(
+                every_pair, pipe.frame_id
+            ):  # (a writer of its own: writers are per thread)
+                self._writer = None
+                self.get_logger().warning(
+                    "this RMW serializes ClearanceTable differently from "
+                    "robot_collision.ros.cdr; publishing message objects instead")
+        except Exception as exc:
+            self.get_logger().warning(f"checker warm-up failed: {type(exc).__name__}: {exc}")
+            return
+        dt = time.perf_counter() - t0
+        if dt > 0.5:
+            self.get_logger().info(f"collision kernels ready in {dt:.1f} s")
+
+    # ------------------------------------------------------------------ parameters
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        changed = {p.name: p.value for p in params if p.name in PARAMETERS}
+        if not changed:
+            return SetParametersResult(successful=True)
+        try:
+            for name in changed:
+                if changed[name] is None:  # PARAMETER_NOT_SET: back to the default
+                    changed[name] = PARAMETERS[name][0]
+            new, _ = settings_from_values(changed, base=self._settings, strict=True)
+            pipe = self._pipeline
+            new_pipe = None
+            if pipe is not None:
+                new_pipe = self._build_pipeline(pipe.robot, new)
+            if new.world_file != self._settings.world_file:
+                # last: all-or-nothing, raises (changing nothing) if the file cannot be loaded
+                self.world.use_file(new.world_file)
+        except RobotCollisionError as exc:
+            self.get_logger().error(f"parameter change rejected: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:
+            self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
+            return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
+        rates_changed = (new.publish_rate, new.marker_rate) != (
+            self._settings.publish_rate, self._settings.marker_rate)
+        self._settings = new
+        if new_pipe is not None:
+            self._install(new_pipe)
+        if rates_changed:
+            self._make_timers()
+        self.get_logger().info(f"parameters updated: {sorted(changed)}")
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ joint states
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            self.stats["received"] += 1
+            pipe = self._pipeline
+            if pipe is None:
+                self.get_logger().warning(
+                    "joint states received but no robot model is loaded yet; ignoring them",
+                    throttle_duration_sec=5.0,
+                )
+                return
+            try:
+                q = pipe.mapper.from_msg(msg)
+            except ConversionError as exc:
+                self.stats["rejected"] += 1
+                self.get_logger().error(
+                    f"rejected joint state: {exc}", throttle_duration_sec=1.0)
+                return
+            self._q = q
+            stamp = msg.header.stamp
+            if stamp.sec == 0 and stamp.nanosec == 0:
+                stamp = self.get_clock().now().to_msg()
+            if self._settings.publish_rate > 0:
+                now = time.monotonic()
+                if now - self._last_publish < 1.0 / self._settings.publish_rate:
+                    if self._pending is not None:
+                        self.stats["coalesced"] += 1
+                    self._pending = (pipe, q, stamp)
+                    return
+            self._pending = None
+            self._compute_and_publish(pipe, q, stamp)
+        except Exception as exc:
+            self.stats["errors"] += 1
+            self.get_logger().error(
+                f"joint state processing failed: {type(exc).__name__}: {exc}",
+                throttle_duration_sec=1.0,
+            )
+
+    def _on_rate_timer(self) -> None:
+        try:
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                self._compute_and_publish(*pending)
+        except Exception as exc:
+            self.stats["errors"] += 1
+            self.get_logger().error(
+                f"clearance computation failed: {type(exc).__name__}: {exc}",
+                throttle_duration_sec=1.0,
+            )
+
+    def _compute_and_publish(self, pipe: _Pipeline, q: NDArray[np.float64], stamp: Any) -> None:
+        settings = pipe.settings
+        world = self.world.objects()
+        table = pipe.stream.clearance(q, world, settings.influence_distance, settings.ignore_self)
+        writer = self._writer  # read once: a robot reload may switch it off meanwhile
+        if writer is not None:
+            self._clearance_pub.publish(
+                writer.serialize(table, stamp.sec, stamp.nanosec, pipe.frame_id))
+        else:
+            self._clearance_pub.publish(clearance_table_to_msg(table, stamp, pipe.frame_id))
+        self._last_publish = time.monotonic()
+        self.stats["published"] += 1
+        self._serial += 1
+        self._latest = _Latest(self._serial, q, table, world, stamp)
+
+    # ------------------------------------------------------------------ markers
+    def _on_marker_timer(self) -> None:
+        try:
+            pipe = self._pipeline
+            if pipe is None or self._marker_pub.get_subscription_count() == 0:
+                return
+            latest = self._latest
+            version, world = self.world.snapshot()
+            key = (id(pipe), latest.serial if latest else -1, version)
+            if key == self._marker_key:
+                return
+            stamp = self.get_clock().now().to_msg()
+            if latest is not None and latest.world is world:
+                poses = pipe.robot.link_transforms(latest.q)
+                table: Optional[ClearanceTable] = latest.table
+            elif latest is not None:
+                # world changed since the last table: show the robot, drop stale witnesses
+                poses = pipe.robot.link_transforms(latest.q)
+                table = None
+            else:
+                poses, table = {}, None
+            arr = pipe.markers.build(
+                poses, table, world, pipe.settings.influence_distance, stamp)
+            self._marker_pub.publish(arr)
+            self._marker_key = key
+        except Exception as exc:
+            self.get_logger().error(
+                f"marker publishing failed: {type(exc).__name__}: {exc}",
+                throttle_duration_sec=5.0,
+            )
+
+    # ------------------------------------------------------------------ world
+    def _on_world_object(self, msg: WorldObjectMsg) -> None:
+        try:
+            what = self.world.apply_msg(msg)
+            self.get_logger().info(f"world: {what}")
+        except RobotCollisionError as exc:
+            self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
+        except Exception as exc:
+            self.get_logger().error(
+                f"world object rejected: {type(exc).__name__}: {exc}", throttle_duration_sec=1.0)
+
+    def _on_collision_object(self, msg: Any) -> None:
+        try:
+            what = self.world.apply_collision_object(msg)
+            self.get_logger().info(f"world (collision_object): {what}")
+        except RobotCollisionError as exc:
+            self.get_logger().error(f"collision object rejected: {exc}", throttle_duration_sec=1.0)
+        except Exception as exc:
+            self.get_logger().error(
+                f"collision object rejected: {type(exc).__name__}: {exc}",
+                throttle_duration_sec=1.0)
+
+    # ------------------------------------------------------------------ service
+    def _on_check_collision(
+        self, request: CheckCollision.Request, response: CheckCollision.Response
+    ) -> CheckCollision.Response:
+        response.success = False
+        try:
+            pipe = self._pipeline
+            if pipe is None:
+                response.message = "no robot model is loaded yet"
+                return response
+            current = self._q
+            names, positions = list(request.joint_names), request.positions
+            if not names and len(positions) == 0 and current is None:
+                response.message = (
+                    "empty request and no joint state received yet: give joint_names and positions"
+                )
+                return response
+            try:
+                q = pipe.mapper.positions(
+                    names, positions, fallback=current, allow_unknown=False, what="request")
+            except ConversionError as exc:
+                hint = "" if current is not None else " (no joint state received yet to fill in)"
+                response.message = f"{exc}{hint}"
+                return response
+            exhaustive = bool(request.exhaustive or pipe.settings.exhaustive)
+            result = pipe.service.check(
+                q, self.world.objects(), exhaustive=exhaustive,
+                ignore_self=bool(request.ignore_self))
+            check_result_to_response(result, response)
+        except RobotCollisionError as exc:
+            response.success = False
+            response.message = str(exc)
+        except Exception as exc:
+            response.success = False
+            response.message = f"internal error: {type(exc).__name__}: {exc}"
+            self.get_logger().error(f"check_collision failed: {response.message}")
+        return response
+
+
+def main(args: Optional[list[str]] = None) -> int:
+    """``collision_checker`` console script: run the node until Ctrl-C / SIGTERM.
+
+    Alone in its process, the node spins in a SingleThreadedExecutor: every callback is
+    CPU-bound Python, so threads add no parallelism, and rclpy's multi-threaded executor costs
+    several times more per message (ros2/rclpy#1452).
+    """
+    from .bringup import run_nodes
+
+    return run_nodes(lambda: [CollisionCheckerNode()], args=args, executor_type="single")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

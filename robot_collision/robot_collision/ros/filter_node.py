@@ -1,0 +1,848 @@
+"""The ``velocity_filter`` node: a collision-avoiding filter in front of a velocity controller.
+
+The node sits between whatever produces joint-velocity commands (teleoperation, a servoing or
+visual-servo loop, a test script) and a ``forward_command_controller`` of ros2_control
+(``velocity_controllers/JointGroupVelocityController``). Every command is run through
+:class:`robot_collision.control.velocity_filter.VelocityFilter` against the latest joint state, so
+the arm
+slows down near obstacles and itself and never gets closer than the safety distances.
+
+Interface (names relative to the node; ``~`` = the node's private namespace; in the root
+namespace ``~/command`` is ``/velocity_filter/command``):
+
+- subscribes ``command_topic`` (default ``~/command``, ``std_msgs/Float64MultiArray``): joint
+  velocities (rad/s or m/s) in the order of the ``joints`` parameter, exactly what the
+  forward_command_controller takes. Best-effort QoS, depth 1 (matches reliable and best-effort
+  publishers; only the newest command counts).
+- subscribes ``joint_states_topic`` (default ``joint_states``, ``sensor_msgs/JointState``):
+  joints mapped by name (extra joints ignored; missing model joints, non-finite positions or
+  mismatched lengths reject the sample with a throttled error). Best-effort QoS, depth 1.
+- publishes ``output_topic`` (default ``forward_velocity_controller/commands``, i.e.
+  ``/forward_velocity_controller/commands`` in the root namespace; ``Float64MultiArray``,
+  reliable, depth 1): the filtered command in the order of ``joints``. A valid command's
+  ``layout`` is copied to its output unchanged (so a sender can tag commands, e.g. with a
+  sequence number in a dimension label); outputs that are zeros because of a fault have an
+  empty layout.
+- publishes ``~/status`` (``robot_collision_interfaces/FilterStatus``) every tick: ``ok``,
+  ``fault`` (why the output is zero), ``min_distance``, ``scaling`` (|filtered| / |command|),
+  ``active_constraints`` (``"link=object"`` rows, ``"joint:upper|lower|velocity"`` bounds),
+  ``disabled_groups`` and ``solve_time``.
+- serves ``~/set_protection`` (``robot_collision_interfaces/SetProtection``): switch collision
+  protection of a joint group off/on (joint limits always stay on). Groups are the SRDF's groups
+  plus the ``protection_groups`` parameter.
+- subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE);
+  world objects also come from ``world_file``. The robot comes from ``robot_description`` /
+  ``urdf_path`` / the ``robot_description`` topic (:mod:`robot_collision.ros.robot_loader`).
+
+Timing. A timer runs at ``rate`` Hz (the control tick, ``dt = 1 / rate`` for the filter's
+joint-limit bounds). With ``filter_on_command`` (default) a command is filtered and published
+as soon as it arrives (lowest latency: ``benchmarks/bench_filter_ros.py`` measures it), and the
+tick re-filters the newest command against the newest joint state only when no output went out
+during the last half tick; without it, only the tick publishes. Either way at least one output
+goes out every tick, also when there is nothing to forward, so the controller never holds a
+stale command. The status goes out every tick.
+
+Zero output (never motion) when: no robot model or a configuration error; no joint state yet,
+or the newest is older than ``state_timeout`` ("stale state", until a fresh one arrives); the
+newest command is invalid (wrong length, NaN/inf: zeros until a valid command arrives); no
+command yet or the newest is older than ``command_timeout`` (deadman); the filter faults
+(see :meth:`VelocityFilter.filter`). Each reason is in the status' ``fault`` and logged,
+throttled (idle is not logged). While idle with a fresh state the status still reports
+``min_distance`` (the filter runs on a zero command for it). Zeros are sent as zeros, not
+filtered: the filter's recovery motion (pushing apart a pair that starts inside the safety
+distance) only acts on a live command. Joints of the model that are not in ``joints`` are held
+(zero velocity) and taken out of the filter's optimisation.
+
+Timing assumption: the guarantee (never closer than the safety distances, to 1 mm) holds while
+the loop runs at about ``rate``: the controller applies each output for about one tick. A
+controller that keeps applying an old output while this node is stalled (a starved process,
+the forward_command_controller holds its last command forever) can carry the arm past the
+safety distance: inside the influence zone a hold of (d_i − d_s) / gain = 0.18 s (defaults)
+is enough, outside it a full-speed command covers the whole zone. Run the node in its own
+process and give the controller or hardware a command timeout of a few ticks.
+
+Parameters are listed in :data:`PARAMETERS` (also in ``config/robot_collision.yaml``). Topic
+names and ``joints`` are read at start-up; every other parameter may be changed at run time (an
+invalid change is rejected with the reason). An invalid value at start-up is logged and
+replaced by its default. ``protection_groups`` entries are strings ``"name: joint_a, joint_b"``
+(ROS parameters cannot hold mappings); a name equal to an SRDF group replaces that group.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+import numpy as np
+from numpy.typing import NDArray
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+try:  # Iron and later
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import (  # type: ignore[no-redef,attr-defined,unused-ignore]
+        PublisherEventCallbacks,
+        SubscriptionEventCallbacks,
+    )
+from rclpy.subscription import Subscription
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayLayout
+
+from robot_collision_interfaces.msg import FilterStatus
+from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
+from robot_collision_interfaces.srv import SetProtection
+
+from ..collision.checker import CollisionChecker
+from ..control.velocity_filter import FilterOptions, VelocityFilter
+from ..errors import ConfigurationError, RobotCollisionError
+from ..model.robot_model import RobotModel
+from .conversions import (
+    ConversionError,
+    JointStateMapper,
+)
+from .parameters import apply_parameter_values, start_up_settings
+from .robot_loader import RobotLoader
+from .world import WorldModel
+
+__all__ = [
+    "VelocityFilterNode",
+    "FilterNodeSettings",
+    "PARAMETERS",
+    "parse_protection_group",
+    "settings_from_values",
+    "main",
+]
+
+NODE_NAME = "velocity_filter"
+_UNCOMMANDED = "__uncommanded__"  # internal group: model joints not in `joints` (always off)
+_MIN_RATE = 1.0 / FilterOptions().max_dt  # the filter refuses ticks longer than max_dt
+_OPTS = FilterOptions()
+
+# name: (default, description, constraints)
+PARAMETERS: dict[str, tuple[Any, str, str]] = {
+    "joints": (
+        [],
+        "Joint names in the order of the command and output arrays (the forward_command_"
+        "controller's 'joints'); empty = every joint of the robot model, in model order. Model "
+        "joints not listed are held still. Read at start-up.",
+        "names of model joints, no duplicates",
+    ),
+    "command_topic": ("~/command", "Input command topic (Float64MultiArray). Read at start-up.",
+                      "topic name"),
+    "output_topic": (
+        "forward_velocity_controller/commands",
+        "Output topic: the velocity controller's commands topic. Read at start-up.",
+        "topic name",
+    ),
+    "joint_states_topic": ("joint_states", "Joint state topic. Read at start-up.", "topic name"),
+    "rate": (
+        250.0,
+        "Control tick in Hz: at least one output and one status per tick; dt = 1/rate.",
+        f">= {_MIN_RATE:g}",
+    ),
+    "filter_on_command": (
+        True,
+        "Filter and publish each command as it arrives (lowest latency); false = only on ticks.",
+        "",
+    ),
+    "state_timeout": (
+        _OPTS.state_timeout,
+        "A joint state older than this (s, since it was received) is stale: zeros are published.",
+        "> 0",
+    ),
+    "command_timeout": (
+        0.2,
+        "A command older than this (s) is dropped and zeros are published (deadman); 0 = a "
+        "command stays in force until the next one.",
+        ">= 0",
+    ),
+    "padding": (0.0, "Margin subtracted from every pair's distance (m).", "finite, >= 0"),
+    "influence_distance_self": (
+        _OPTS.influence_distance_self,
+        "Self pairs closer than this (m) are constrained.", "> safety_distance_self + margin"),
+    "safety_distance_self": (
+        _OPTS.safety_distance_self, "Self pairs never get closer than this (m).", "finite"),
+    "influence_distance_env": (
+        _OPTS.influence_distance_env,
+        "Robot-world pairs closer than this (m) are constrained.",
+        "> safety_distance_env + margin"),
+    "safety_distance_env": (
+        _OPTS.safety_distance_env, "Robot-world pairs never get closer than this (m).", "finite"),
+    "gain": (_OPTS.gain, "Approach speed allowed at the influence distance (m/s).", "> 0"),
+    "recovery_speed": (
+        _OPTS.recovery_speed,
+        "Largest separation speed demanded from a pair inside its safety distance (m/s).", ">= 0"),
+    "discrete_margin": (
+        _OPTS.discrete_margin,
+        "Added to both safety distances inside the filter for discrete-time effects (m).", ">= 0"),
+    "joint_limit_margin": (
+        _OPTS.joint_limit_margin,
+        "Width of the slow-down zone near each position limit (rad or m).", ">= 0"),
+    "joint_limit_gain": (
+        _OPTS.joint_limit_gain, "Slow-down gain in the joint-limit zone (1 = continuous).", "> 0"),
+    "velocity_scale": (
+        _OPTS.velocity_scale, "Fraction of the URDF velocity limits used as bounds.", "(0, 1]"),
+    "weights": (
+        [],
+        "Per-joint weights of the filter's cost, one per model joint in model order; empty = 1.",
+        "positive, one per model joint",
+    ),
+    "protection_groups": (
+        [],
+        "Extra protection groups for ~/set_protection, each 'name: joint_a, joint_b' (replaces "
+        "an SRDF group of the same name).",
+        "'name: joints', model joints",
+    ),
+    "world_file": (
+        "",
+        "World objects YAML (path or package://pkg/path; empty = none); see "
+        "robot_collision.ros.world.",
+        "",
+    ),
+}
+
+_READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic")
+_OPTION_NAMES = (
+    "influence_distance_self", "safety_distance_self", "influence_distance_env",
+    "safety_distance_env", "gain", "recovery_speed", "discrete_margin", "joint_limit_margin",
+    "joint_limit_gain", "velocity_scale", "state_timeout",
+)
+
+
+# --------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class FilterNodeSettings:
+    """Validated parameter values of the node (defaults as in :data:`PARAMETERS`)."""
+
+    joints: tuple[str, ...] = ()
+    command_topic: str = "~/command"
+    output_topic: str = "forward_velocity_controller/commands"
+    joint_states_topic: str = "joint_states"
+    rate: float = 250.0
+    filter_on_command: bool = True
+    state_timeout: float = _OPTS.state_timeout
+    command_timeout: float = 0.2
+    padding: float = 0.0
+    influence_distance_self: float = _OPTS.influence_distance_self
+    safety_distance_self: float = _OPTS.safety_distance_self
+    influence_distance_env: float = _OPTS.influence_distance_env
+    safety_distance_env: float = _OPTS.safety_distance_env
+    gain: float = _OPTS.gain
+    recovery_speed: float = _OPTS.recovery_speed
+    discrete_margin: float = _OPTS.discrete_margin
+    joint_limit_margin: float = _OPTS.joint_limit_margin
+    joint_limit_gain: float = _OPTS.joint_limit_gain
+    velocity_scale: float = _OPTS.velocity_scale
+    weights: tuple[float, ...] = ()
+    protection_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    world_file: str = ""
+    options: FilterOptions = field(default=_OPTS, compare=False)
+
+    @property
+    def period(self) -> float:
+        """Tick length in seconds."""
+        return 1.0 / self.rate
+
+
+def parse_protection_group(text: str) -> tuple[str, tuple[str, ...]]:
+    """``"wrist: joint5, joint6"`` → ``("wrist", ("joint5", "joint6"))``."""
+    name, sep, rest = str(text).partition(":")
+    name = name.strip()
+    joints = tuple(j.strip() for j in rest.split(",") if j.strip())
+    if not sep or not name or not joints:
+        raise ConfigurationError(
+            f"protection_groups entry {text!r} must be 'name: joint_a, joint_b, ...'")
+    if name == _UNCOMMANDED:
+        raise ConfigurationError(f"protection group name {name!r} is reserved")
+    if len(set(joints)) != len(joints):
+        raise ConfigurationError(f"protection_groups entry {text!r} names a joint twice")
+    return name, joints
+
+
+def _float(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigurationError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ConfigurationError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def _strings(value: Any, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ConfigurationError(f"{name} must be a list of strings, got {value!r}")
+    if not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(f"{name} must be a list of strings, got {value!r}")
+    return tuple(str(v).strip() for v in value)
+
+
+def _validate_one(name: str, value: Any) -> Any:
+    """Validated value of one parameter (raises ConfigurationError with the reason)."""
+    if name == "joints":
+        joints = _strings(value, name)
+        if any(not j for j in joints):
+            raise ConfigurationError("joints must not contain empty names")
+        if len(set(joints)) != len(joints):
+            raise ConfigurationError(f"joints names a joint twice: {list(joints)}")
+        return joints
+    if name in ("command_topic", "output_topic", "joint_states_topic"):
+        text = str(value).strip()
+        if not text:
+            raise ConfigurationError(f"{name} must not be empty")
+        return text
+    if name == "rate":
+        v = _float(value, name)
+        if v < _MIN_RATE:
+            raise ConfigurationError(f"rate must be >= {_MIN_RATE:g} Hz, got {value!r}")
+        return v
+    if name == "filter_on_command":
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"{name} must be true or false, got {value!r}")
+        return value
+    if name == "command_timeout":
+        v = _float(value, name)
+        if v < 0:
+            raise ConfigurationError(f"command_timeout must be >= 0 s, got {value!r}")
+        return v
+    if name == "padding":
+        v = _float(value, name)
+        if v < 0:
+            raise ConfigurationError(f"padding must be >= 0 m, got {value!r}")
+        return v
+    if name in _OPTION_NAMES:
+        return _float(value, name)
+    if name == "weights":
+        if value is None:
+            return ()
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ConfigurationError(f"weights must be a list of numbers, got {value!r}")
+        return tuple(_float(v, "weights entry") for v in value)
+    if name == "protection_groups":
+        groups = tuple(parse_protection_group(v) for v in _strings(value, name))
+        names = [g for g, _ in groups]
+        if len(set(names)) != len(names):
+            raise ConfigurationError(f"protection_groups defines a group twice: {names}")
+        return groups
+    if name == "world_file":
+        return str(value).strip()
+    raise ConfigurationError(f"unknown parameter {name!r}")
+
+
+def _with_options(settings: FilterNodeSettings) -> FilterNodeSettings:
+    """``settings`` with ``options`` rebuilt (raises ConfigurationError when inconsistent)."""
+    opts = FilterOptions(
+        **{n: getattr(settings, n) for n in _OPTION_NAMES},
+        weights=settings.weights or None,
+    )
+    return replace(settings, options=opts)
+
+
+def settings_from_values(
+    values: dict[str, Any], base: Optional[FilterNodeSettings] = None, strict: bool = True
+) -> tuple[FilterNodeSettings, list[str]]:
+    """Settings from parameter values (missing names keep ``base``'s, default: defaults).
+
+    ``strict``: raise :class:`ConfigurationError` on the first invalid value (or inconsistent
+    filter options); otherwise keep the base value for it and return the error texts.
+    """
+    settings = base or FilterNodeSettings()
+    new, errors = apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
+    try:
+        return _with_options(new), errors
+    except ConfigurationError as exc:
+        if strict:
+            raise
+        names = [n for n in values if n in _OPTION_NAMES or n == "weights"]
+        errors.append(f"{exc}; using the previous values of {names}")
+        return _with_options(replace(new, **{n: getattr(settings, n) for n in names})), errors
+
+
+# --------------------------------------------------------------------------- internals
+@dataclass
+class _Setup:
+    """Everything derived from one robot model + settings (swapped atomically)."""
+
+    robot: RobotModel
+    filt: VelocityFilter
+    mapper: JointStateMapper
+    cmd_idx: NDArray[np.int64]  # model index of each entry of `joints`
+    joints: tuple[str, ...]
+
+
+@dataclass
+class _Cycle:
+    """Outcome of one filter cycle: what was published and what the status reports."""
+
+    velocity: Optional[NDArray[np.float64]]  # (len(joints),); None: nothing can be published
+    layout: Optional[MultiArrayLayout]
+    ok: bool
+    fault: str
+    min_distance: float = math.nan
+    scaling: float = 0.0
+    active: list[str] = field(default_factory=list)
+    solve_time: float = 0.0
+
+
+def _f64(values: NDArray[np.float64]) -> array.array:
+    return array.array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
+
+
+# --------------------------------------------------------------------------- node
+class VelocityFilterNode(Node):
+    """Velocity filter node (see the module docstring). ``kwargs`` go to ``rclpy.node.Node``
+    (``context``, ``namespace``, ``parameter_overrides``, ``cli_args``, ...)."""
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self._lock = threading.RLock()
+        self._setup: Optional[_Setup] = None
+        self._robot: Optional[RobotModel] = None
+        self._config_fault = "no robot model loaded yet"
+        self._protection: dict[str, bool] = {}  # service changes, re-applied on rebuilds
+        self._q: Optional[NDArray[np.float64]] = None
+        self._q_time = -math.inf
+        self._cmd: Optional[NDArray[np.float64]] = None
+        self._cmd_error = ""
+        self._cmd_time = -math.inf
+        self._cmd_layout: Optional[MultiArrayLayout] = None
+        self._world_version = -1
+        self._last_output = -math.inf
+        self._last_cycle = _Cycle(None, None, False, self._config_fault)
+        self._last_log: dict[str, float] = {}
+        self._timer: Any = None
+        self.stats = {"commands": 0, "rejected_commands": 0, "joint_states": 0,
+                      "rejected_joint_states": 0, "ticks": 0, "published": 0, "zeros": 0,
+                      "errors": 0}
+        self.command_latencies: deque[float] = deque(maxlen=200_000)
+        """Seconds from a command's arrival (the DDS receive stamp where rclpy provides it, else
+        entering the callback) to its output's ``publish()`` returning, newest last."""
+
+        self._control_group = MutuallyExclusiveCallbackGroup()
+        self._service_group = MutuallyExclusiveCallbackGroup()
+        self._world_group = MutuallyExclusiveCallbackGroup()
+
+        self.world = WorldModel()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+
+        self._settings = start_up_settings(
+            self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)
+
+        s = self._settings
+        latest = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                            reliability=ReliabilityPolicy.BEST_EFFORT)
+        reliable = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                              reliability=ReliabilityPolicy.RELIABLE)
+        # No default QoS-event handlers on these (rclpy adds one waitable per entity and event
+        # type, and rebuilds its wait set for every message: they cost latency on every
+        # command). These QoS profiles cannot be incompatible with a peer's reliability (best-
+        # effort readers, reliable writers); the peer still reports other incompatibilities.
+        pub_events = PublisherEventCallbacks(use_default_callbacks=False)
+        sub_events = SubscriptionEventCallbacks(use_default_callbacks=False)
+        self._output_pub = self.create_publisher(
+            Float64MultiArray, s.output_topic, reliable, event_callbacks=pub_events)
+        self._status_pub = self.create_publisher(
+            FilterStatus, "~/status", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+            event_callbacks=pub_events)
+        self._command_sub = self.create_subscription(
+            Float64MultiArray, s.command_topic, self._command_callback(), latest,
+            callback_group=self._control_group, event_callbacks=sub_events)
+        self._state_sub = self.create_subscription(
+            JointState, s.joint_states_topic, self._on_joint_state, latest,
+            callback_group=self._control_group, event_callbacks=sub_events)
+        self._world_sub = self.create_subscription(
+            WorldObjectMsg, "~/world_objects", self._on_world_object,
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+            callback_group=self._world_group, event_callbacks=sub_events)
+        self._service = self.create_service(
+            SetProtection, "~/set_protection", self._on_set_protection,
+            callback_group=self._service_group)
+        self._make_timer()
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._loader.start()
+        self.get_logger().info(
+            f"filtering {self._command_sub.topic_name} -> {self._output_pub.topic_name} at "
+            f"{s.rate:g} Hz (state {self._state_sub.topic_name}, timeout {s.state_timeout:g} s)")
+
+    # ------------------------------------------------------------------ accessors
+    @property
+    def settings(self) -> FilterNodeSettings:
+        """The parameter values in force."""
+        return self._settings
+
+    @property
+    def robot(self) -> Optional[RobotModel]:
+        """The robot model in use (None until one loads)."""
+        return self._robot
+
+    @property
+    def joints(self) -> list[str]:
+        """Joint order of the command and output arrays ([] until known)."""
+        setup = self._setup
+        return list(setup.joints) if setup is not None else list(self._settings.joints)
+
+    @property
+    def protection(self) -> dict[str, bool]:
+        """Protection group → enabled (empty until a robot model loads)."""
+        with self._lock:
+            setup = self._setup
+            if setup is None:
+                return {}
+            return {g: on for g, on in setup.filt.protection.items() if g != _UNCOMMANDED}
+
+    @property
+    def last_status(self) -> tuple[bool, str]:
+        """(ok, fault) of the newest cycle."""
+        c = self._last_cycle
+        return c.ok, c.fault
+
+    # ------------------------------------------------------------------ helpers
+    def _throttled(self, key: str, period: float = 2.0) -> bool:
+        """True at most once per ``period`` seconds per ``key`` (log throttling per reason);
+        False while shutting down (callbacks then fail on destroyed handles: not worth a log)."""
+        if not self.context.ok():
+            return False
+        now = time.monotonic()
+        if now - self._last_log.get(key, -math.inf) < period:
+            return False
+        self._last_log[key] = now
+        return True
+
+    def _make_timer(self) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+        self._timer = self.create_timer(
+            self._settings.period, self._on_tick, callback_group=self._control_group)
+
+    def _build_setup(self, robot: RobotModel, s: FilterNodeSettings) -> _Setup:
+        """Filter, mapping and groups for ``robot`` (raises RobotCollisionError on bad config)."""
+        joints = s.joints or tuple(robot.joint_names)
+        unknown = [j for j in joints if j not in robot.joint_names]
+        if unknown:
+            raise ConfigurationError(
+                f"joints {unknown} are not joints of robot {robot.name!r} "
+                f"({', '.join(robot.joint_names)})")
+        cmd_idx = np.array([robot.joint_index(j) for j in joints], dtype=np.int64)
+        groups: dict[str, list[str]] = {g: list(js) for g, js in robot.groups.items()}
+        for name, js in s.protection_groups:
+            groups[name] = list(js)
+        held = [j for j in robot.joint_names if j not in joints]
+        if held:
+            groups[_UNCOMMANDED] = held
+        checker = CollisionChecker(robot, padding=s.padding)
+        filt = VelocityFilter(checker, s.options, world=self.world.objects(), groups=groups)
+        if held:
+            filt.set_protection(_UNCOMMANDED, False)
+        for g, on in self._protection.items():
+            if g in filt.protection:
+                filt.set_protection(g, on)
+        # the first call compiles the filter's kernels (seconds without a numba cache): do it
+        # here, outside the control path, so that the first command is not held up
+        home = robot.home_configuration()
+        filt.filter(home, np.zeros(robot.num_joints), s.period)
+        return _Setup(robot, filt, JointStateMapper(robot.joint_names), cmd_idx, tuple(joints))
+
+    def _install(self, setup: Optional[_Setup], robot: Optional[RobotModel], fault: str) -> None:
+        with self._lock:
+            if robot is not self._robot:
+                self._q = None
+                self._q_time = -math.inf
+            n_old = len(self._setup.joints) if self._setup is not None else None
+            self._robot = robot
+            self._setup = setup
+            self._config_fault = fault
+            self._world_version = -1
+            if setup is None or len(setup.joints) != n_old:
+                self._cmd = None  # a command of another length is meaningless now
+                self._cmd_error = ""
+        if robot is not None:
+            self.world.set_frame_ids({robot.base_name})
+
+    # ------------------------------------------------------------------ robot
+    def _on_robot(self, robot: RobotModel, source: str) -> None:
+        try:
+            setup = self._build_setup(robot, self._settings)
+        except RobotCollisionError as exc:
+            self.get_logger().error(f"velocity filter not configured: {exc}; publishing zeros")
+            self._install(None, robot, f"configuration error: {exc}")
+            return
+        self._install(setup, robot, "")
+        groups = sorted(g for g in setup.filt.protection if g != _UNCOMMANDED)
+        self.get_logger().info(
+            f"filter ready for {len(setup.joints)} joints {list(setup.joints)}; protection "
+            f"groups {groups}")
+
+    # ------------------------------------------------------------------ parameters
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        changed = {p.name: p.value for p in params if p.name in PARAMETERS}
+        if not changed:
+            return SetParametersResult(successful=True)
+        try:
+            for name in changed:
+                if changed[name] is None:  # PARAMETER_NOT_SET: back to the default
+                    changed[name] = PARAMETERS[name][0]
+            new, _ = settings_from_values(changed, base=self._settings, strict=True)
+            setup = None
+            robot = self._robot
+            if robot is not None:
+                setup = self._build_setup(robot, new)
+            if new.world_file != self._settings.world_file:
+                # last: all-or-nothing, raises (changing nothing) if the file cannot be loaded
+                self.world.use_file(new.world_file)
+        except RobotCollisionError as exc:
+            self.get_logger().error(f"parameter change rejected: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:
+            self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
+            return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
+        rate_changed = new.rate != self._settings.rate
+        with self._lock:
+            self._settings = new
+            if robot is not None:
+                self._install(setup, robot, "")
+        if rate_changed:
+            self._make_timer()
+        self.get_logger().info(f"parameters updated: {sorted(changed)}")
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            self.stats["joint_states"] += 1
+            setup = self._setup
+            if setup is None:
+                return
+            try:
+                q = setup.mapper.from_msg(msg)
+            except ConversionError as exc:
+                self.stats["rejected_joint_states"] += 1
+                if self._throttled("bad joint state"):
+                    self.get_logger().error(f"rejected joint state: {exc}")
+                return
+            with self._lock:
+                if setup is self._setup:
+                    self._q = q
+                    self._q_time = time.monotonic()
+        except Exception as exc:
+            self.stats["errors"] += 1
+            if self._throttled("joint state error"):
+                self.get_logger().error(f"joint state processing failed: "
+                                        f"{type(exc).__name__}: {exc}")
+
+    def _parse_command(self, msg: Float64MultiArray, n: int) -> tuple[Any, str]:
+        """(velocities (n,), "") or (None, reason)."""
+        data = msg.data
+        if len(data) != n:
+            return None, (f"wrong length: command has {len(data)} values, expected {n} "
+                          f"(joints {', '.join(self.joints)})")
+        try:
+            cmd = np.array(data, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            return None, f"invalid command: {exc}"
+        if not np.isfinite(cmd).all():
+            bad = [self.joints[i] for i in np.flatnonzero(~np.isfinite(cmd))]
+            return None, f"non-finite command: NaN or inf for joints {bad}"
+        return cmd, ""
+
+    def _command_callback(self) -> Any:
+        """The command callback; with the message info (DDS receive stamp) where rclpy passes
+        it (Iron and later: callbacks that take two arguments get it)."""
+        if hasattr(Subscription, "CallbackType"):
+            return lambda msg, info: self._on_command(msg, info)
+        return self._on_command
+
+    def _on_command(self, msg: Float64MultiArray, info: Optional[dict[str, Any]] = None) -> None:
+        t0 = time.perf_counter()
+        received_ns = int(info.get("received_timestamp") or 0) if info else 0
+        try:
+            self.stats["commands"] += 1
+            with self._lock:
+                setup = self._setup
+                n = len(setup.joints) if setup is not None else len(self._settings.joints)
+                cmd, err = self._parse_command(msg, n)
+                self._cmd = cmd
+                self._cmd_error = err
+                self._cmd_layout = msg.layout if cmd is not None else None
+                self._cmd_time = time.monotonic()
+                if err:
+                    self.stats["rejected_commands"] += 1
+                if not (self._settings.filter_on_command or err):
+                    return
+                cycle = self._cycle(self._cmd_time)
+            self._publish(cycle)
+            if received_ns > 0:
+                self.command_latencies.append((time.time_ns() - received_ns) * 1e-9)
+            else:
+                self.command_latencies.append(time.perf_counter() - t0)
+        except Exception as exc:
+            self.stats["errors"] += 1
+            if self._throttled("command error"):
+                self.get_logger().error(
+                    f"command processing failed: {type(exc).__name__}: {exc}")
+
+    def _on_world_object(self, msg: WorldObjectMsg) -> None:
+        try:
+            what = self.world.apply_msg(msg)
+            self.get_logger().info(f"world: {what}")
+        except RobotCollisionError as exc:
+            if self._throttled("world"):
+                self.get_logger().error(f"world object rejected: {exc}")
+        except Exception as exc:
+            if self._throttled("world"):
+                self.get_logger().error(f"world object rejected: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ the cycle
+    def _cycle(self, now: float) -> _Cycle:
+        """Filter the newest command against the newest state (call with the lock held)."""
+        s = self._settings
+        setup = self._setup
+        if setup is None:
+            n = len(s.joints)
+            return _Cycle(np.zeros(n) if n else None, None, False, self._config_fault)
+        n = len(setup.joints)
+        zeros = np.zeros(n)
+        if self._cmd_error:
+            return _Cycle(zeros, None, False, self._cmd_error)
+        if self._q is None:
+            return _Cycle(zeros, None, False,
+                          f"no joint state received yet on {self._state_sub.topic_name}")
+        age = now - self._q_time
+        if age > s.state_timeout:
+            return _Cycle(zeros, None, False,
+                          f"stale state: newest joint state is {age:.3f} s old "
+                          f"(state_timeout {s.state_timeout:g} s)")
+        idle = ""
+        if self._cmd is None:
+            idle = f"no command received yet on {self._command_sub.topic_name}"
+        elif s.command_timeout > 0 and now - self._cmd_time > s.command_timeout:
+            idle = (f"command timeout: newest command is {now - self._cmd_time:.3f} s old "
+                    f"(command_timeout {s.command_timeout:g} s)")
+        filt = setup.filt
+        version, objects = self.world.snapshot()
+        if version != self._world_version:
+            filt.set_world(objects)
+            self._world_version = version
+        qd = np.zeros(setup.robot.num_joints)
+        if not idle:
+            qd[setup.cmd_idx] = self._cmd
+        res = filt.filter(self._q, qd, s.period, stamp_age=age)
+        solve = res.solve_time + res.clearance_time
+        if idle:  # zeros; the filter ran on a zero command only for the status' distances
+            return _Cycle(zeros, None, False, idle, res.min_distance, 0.0, [], solve)
+        if not res.ok:
+            return _Cycle(zeros, None, False, res.fault, res.min_distance, 0.0,
+                          res.active_constraints, solve)
+        return _Cycle(res.velocity[setup.cmd_idx], self._cmd_layout, True, "",
+                      res.min_distance, res.scaling, res.active_constraints, solve)
+
+    def _publish(self, cycle: _Cycle) -> None:
+        self._last_cycle = cycle
+        if cycle.velocity is None:
+            return
+        out = Float64MultiArray()
+        if cycle.layout is not None:
+            out.layout = cycle.layout
+        out.data = _f64(cycle.velocity)
+        self._output_pub.publish(out)
+        self._last_output = time.monotonic()
+        self.stats["published"] += 1
+        if not cycle.ok:
+            self.stats["zeros"] += 1
+            self._log_fault(cycle.fault)
+
+    def _log_fault(self, fault: str) -> None:
+        reason = fault.split(":")[0]
+        if reason.startswith(("no command", "command timeout")):
+            return  # idle is normal
+        waiting = reason.startswith(("no joint state", "no robot"))  # start-up: less often
+        if not self._throttled("fault " + reason, 10.0 if waiting else 2.0):
+            return
+        if reason.startswith(("no joint state", "stale state", "no robot")):
+            self.get_logger().warning(f"publishing zeros: {fault}")
+        else:
+            self.get_logger().error(f"publishing zeros: {fault}")
+
+    def _on_tick(self) -> None:
+        try:
+            self.stats["ticks"] += 1
+            now = time.monotonic()
+            with self._lock:
+                s = self._settings
+                if not s.filter_on_command or now - self._last_output >= 0.5 * s.period:
+                    cycle = self._cycle(now)
+                    self._publish(cycle)
+                cycle = self._last_cycle
+                disabled = [g for g, on in self._setup.filt.protection.items()
+                            if not on and g != _UNCOMMANDED] if self._setup else []
+                frame = self._robot.base_name if self._robot is not None else ""
+            status = FilterStatus()
+            status.header.stamp = self.get_clock().now().to_msg()
+            status.header.frame_id = frame
+            status.ok = cycle.ok
+            status.fault = cycle.fault
+            status.min_distance = float(cycle.min_distance)
+            status.scaling = float(cycle.scaling)
+            status.active_constraints = list(cycle.active)
+            status.disabled_groups = disabled
+            status.solve_time = float(cycle.solve_time)
+            self._status_pub.publish(status)
+        except Exception as exc:
+            self.stats["errors"] += 1
+            if self._throttled("tick error"):
+                self.get_logger().error(f"filter tick failed: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ service
+    def _on_set_protection(
+        self, request: SetProtection.Request, response: SetProtection.Response
+    ) -> SetProtection.Response:
+        response.success = False
+        try:
+            group = str(request.group).strip()
+            with self._lock:
+                setup = self._setup
+                if setup is None:
+                    response.message = f"the filter is not ready: {self._config_fault}"
+                    return response
+                known = [g for g in setup.filt.protection if g != _UNCOMMANDED]
+                if group not in known:
+                    response.message = (f"unknown protection group {group!r}; known groups: "
+                                        f"{', '.join(known) or 'none'}")
+                    return response
+                setup.filt.set_protection(group, bool(request.enabled))
+                self._protection[group] = bool(request.enabled)
+                protected = setup.filt.protected_joints
+            response.success = True
+            response.message = (
+                f"collision protection of group {group!r} "
+                f"{'enabled' if request.enabled else 'disabled'}; protected joints: "
+                f"{', '.join(protected) or 'none'}")
+            self.get_logger().info(response.message)
+        except Exception as exc:
+            response.success = False
+            response.message = f"internal error: {type(exc).__name__}: {exc}"
+            self.get_logger().error(f"set_protection failed: {response.message}")
+        return response
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """``velocity_filter`` console script: run the node until Ctrl-C / SIGTERM, in a
+    ``SingleThreadedExecutor`` (lowest latency per message in rclpy)."""
+    from .bringup import run_nodes
+
+    return run_nodes(lambda: [VelocityFilterNode()], args=list(args) if args else None,
+                     executor_type="single")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

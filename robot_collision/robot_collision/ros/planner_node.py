@@ -1,0 +1,1490 @@
+"""The ``planner`` node: collision-free joint trajectories through a ``PlanMotion`` action.
+
+Interface (names relative to the node; ``~`` = the node's private namespace, so in the root
+namespace the action is ``/planner/plan_motion``):
+
+- action server ``~/plan_motion`` (``robot_collision_interfaces/action/PlanMotion``): plans with
+  :class:`robot_collision.planning.rrt.BiRRT` from the goal's start (``use_start``) or the latest
+  joint
+  state to a joint configuration or a workspace goal region of an end effector, shortens the
+  path (when the goal or the ``shorten`` parameter asks), times it
+  (:func:`robot_collision.planning.trajectory.time_parameterize`) and returns a
+  ``trajectory_msgs/JointTrajectory`` with ``error_code`` / ``message`` / ``planning_time`` /
+  ``iterations``. Feedback (iterations, tree sizes, elapsed time) goes out at most
+  ``feedback_rate`` times per second while planning, plus once when planning ends.
+- subscribes ``joint_states`` (``sensor_msgs/JointState``, best effort; joints mapped by name,
+  extra joints ignored): the default start state.
+- publishes ``~/planned_path`` (``visualization_msgs/MarkerArray``, reliable, transient local):
+  the end-effector path (namespace ``end_effector_path``, a LINE_STRIP through the end-effector
+  origin along the interpolated path) and ``ghost_poses`` copies of the robot's collision
+  shapes along the path (namespaces ``ghost_<k>``, start to goal). A failed goal deletes the
+  previous path, so RViz never shows a stale plan.
+- publishes ``/display_planned_path`` (``moveit_msgs/DisplayTrajectory``) when ``moveit_msgs``
+  can be imported (a real ROS install with MoveIt); nothing otherwise.
+- world objects: ``world_file`` (the collision checker's YAML schema,
+  :mod:`robot_collision.ros.world`) and the topics ``~/world_objects`` and every name in
+  ``world_topics`` (``robot_collision_interfaces/WorldObject``; by default also
+  ``collision_checker/world_objects``, so one message updates the checker and the planner), plus
+  ``collision_object`` (``moveit_msgs/CollisionObject``) when ``moveit_msgs`` is importable.
+- the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
+  (:mod:`robot_collision.ros.robot_loader`).
+
+Goals. Joint goals give ``joint_names`` (every joint of the robot model, any order; empty =
+model order) and ``goal_positions``; region goals set ``use_goal_region`` and give
+``end_effector`` (empty = the ``end_effector`` parameter), ``reference_pose``,
+``goal_region_bounds`` (6 x 2 row-major) and ``end_effector_offset_pose``. ``start_positions``
+(with ``use_start``) use ``joint_names`` too. Option fields left at 0 take the parameters;
+a goal's ``validation_distance`` may only be finer than the parameter (the operator's safety
+resolution), ``time_limit`` is at most one day. ``shorten`` is on when the goal or the
+``shorten`` parameter says so. Joint goals ignore ``end_effector`` (the ``end_effector``
+parameter names the link whose path is drawn). The start state from ``joint_states`` is the
+newest one received; one up to ``start_limit_tolerance`` outside the joint limits is clipped.
+
+Error codes (the action's constants). Malformed requests (unknown, duplicate or missing joint
+names, length mismatches, NaN/inf, negative or out-of-range options, bad region bounds or poses,
+unknown end effector) and "no joint state received" give ``INVALID_GOAL``; the planner's errors
+map one to one: start/goal in collision (the message names the colliding pairs), outside the
+joint limits, goal region unreachable, no path within the time/iteration limit. Every failure
+aborts the goal with its code and a message saying what to change; nothing ever moves (this
+node only plans).
+
+One goal at a time, newest wins (preemption). When a new goal is accepted while another is
+planning (or waiting to plan), the older goal is stopped and ABORTED with
+``error_code = PREEMPTED`` at once; the new goal starts planning when the worker is free
+(within about 10 ms while the older goal is planning, later if it was shortening or timing its
+path). A malformed goal is answered with ``INVALID_GOAL`` at once and does *not* preempt the
+running goal. Cancelling a goal (``cancel_goal``) ends it CANCELED with
+``error_code = CANCELLED`` at once and stops planning within about 10 ms. Goals that arrive
+before a robot model is loaded end with ``INTERNAL_ERROR`` (the message says why); goals that
+arrive during the start-up warm-up wait for it (their time limit starts when planning does).
+
+Threading. Planning (planner, shortening, time parameterization, path markers) runs in one
+worker thread of the node, one job at a time, so the planner's checker is never used
+concurrently. A goal's execute callback resolves the start state, queues the goal and waits for
+the worker's outcome *or* a stop request: a cancelled or preempted goal gets its result at once,
+also when the worker is in a stage that cannot be interrupted (shortening, TOPP-RA timing: up to
+a few hundred ms, whose output is then discarded); planning proper stops within ~10 ms. Execute
+callbacks block an executor thread while they wait: run the node in a ``MultiThreadedExecutor``
+with at least 2 threads (the ``planner`` console script and ``robot_collision_bringup`` do), so
+that cancel requests, new goals and joint states are served meanwhile. After the robot loads,
+the worker plans once (``warm_up``) so that the compiled kernels are loaded before goal 1.
+
+Parameters are listed in :data:`PARAMETERS` (also in ``config/robot_collision.yaml``). An
+invalid value at start-up is logged and replaced by its default; an invalid change at run time
+is rejected with the reason. Changes apply to goals accepted afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, Union
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from numpy.typing import NDArray
+from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
+    SetParametersResult,
+)
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
+
+from robot_collision_interfaces.action import PlanMotion
+from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
+
+from ..collision.checker import CollisionChecker
+from ..errors import (
+    ConfigurationError,
+    GoalInCollisionError,
+    GoalUnreachableError,
+    NoPathFoundError,
+    OutsideLimitsError,
+    PlanningCancelledError,
+    RobotCollisionError,
+    StartInCollisionError,
+    UnknownNameError,
+)
+from ..geometry.shapes import WorldObject
+from ..model.robot_model import RobotModel
+from ..planning.ik import WorkspaceGoalRegion
+from ..planning.rrt import BiRRT, PlanResult, ProgressInfo, RRTOptions
+from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT, TimedTrajectory, time_parameterize
+from .checker_node import make_checker
+from .checker_node import settings_from_values as checker_settings_from_values
+from .conversions import (
+    ConversionError,
+    JointStateMapper,
+    pose_to_matrix,
+)
+from .markers import ClearanceMarkers
+from .parameters import apply_parameter_values, start_up_settings
+from .robot_loader import RobotLoader
+from .world import WorldModel
+
+__all__ = [
+    "PlannerNode",
+    "PlannerSettings",
+    "PlanRequest",
+    "PARAMETERS",
+    "ErrorCode",
+    "error_code_for",
+    "parse_goal",
+    "rrt_options",
+    "settings_from_values",
+    "time_parameterize_path",
+    "densify",
+    "trajectory_to_msg",
+    "PlannedPathMarkers",
+    "main",
+]
+
+NODE_NAME = "planner"
+ACTION_NAME = "~/plan_motion"
+
+_DEFAULT_OPTIONS = RRTOptions()
+
+# name: (default, description, constraints)
+PARAMETERS: dict[str, tuple[Any, str, str]] = {
+    # ---- planner (defaults from RRTOptions)
+    "max_connection_distance": (
+        float(_DEFAULT_OPTIONS.max_connection_distance),
+        "Longest tree extension, joint-space L2 (rad or m); a goal's nonzero value overrides it.",
+        "> 0",
+    ),
+    "validation_distance": (
+        float(_DEFAULT_OPTIONS.validation_distance),
+        "Edge collision-checking resolution, joint-space L2 (rad or m); 1/32 = 32 checks per "
+        "radian. A goal's nonzero value overrides it.",
+        "> 0",
+    ),
+    "max_iterations": (
+        int(_DEFAULT_OPTIONS.max_iterations),
+        "Planner iterations before NO_PATH; a goal's nonzero value overrides it.",
+        ">= 1",
+    ),
+    "enable_connect_heuristic": (
+        bool(_DEFAULT_OPTIONS.enable_connect_heuristic),
+        "Connect the trees with one straight edge of any length instead of greedy steps.",
+        "",
+    ),
+    "workspace_goal_region_bias": (
+        float(_DEFAULT_OPTIONS.workspace_goal_region_bias),
+        "Probability of sampling a new goal configuration of a goal region on each start-tree "
+        "turn.",
+        "0..1",
+    ),
+    "goal_ik_attempts": (
+        int(_DEFAULT_OPTIONS.goal_ik_attempts),
+        "IK restarts before GOAL_UNREACHABLE when looking for the first configuration of a "
+        "goal region.",
+        ">= 1",
+    ),
+    "max_goal_samples": (
+        int(_DEFAULT_OPTIONS.max_goal_samples),
+        "Most goal configurations kept for a goal region.",
+        ">= 1",
+    ),
+    "ignore_self_collision": (
+        bool(_DEFAULT_OPTIONS.ignore_self_collision),
+        "Plan against the world only (robot-robot pairs not checked).",
+        "",
+    ),
+    "seed": (
+        -1,
+        "Random seed of the planner (same seed and request = same path); -1 = fresh entropy.",
+        ">= -1",
+    ),
+    "default_time_limit": (
+        5.0,
+        "Planning time limit in seconds for goals whose time_limit is 0.",
+        "> 0",
+    ),
+    "shorten": (
+        True,
+        "Shorten every path (random shortcutting); goals with shorten=true are shortened "
+        "anyway.",
+        "",
+    ),
+    "shorten_iterations": (100, "Shortcut attempts when shortening.", ">= 0"),
+    # ---- timing
+    "velocity_scaling": (
+        1.0,
+        "Fraction of the URDF joint velocity limits used for goals whose velocity_scaling is 0.",
+        "(0, 1]",
+    ),
+    "acceleration_scaling": (
+        1.0,
+        "Fraction of acceleration_limit used for goals whose acceleration_scaling is 0.",
+        "(0, 1]",
+    ),
+    "acceleration_limit": (
+        float(DEFAULT_ACCELERATION_LIMIT),
+        "Joint acceleration limit in rad/s^2 (m/s^2 for prismatic joints), for every joint "
+        "(URDF has no acceleration limits).",
+        "> 0",
+    ),
+    "trajectory_method": (
+        "toppra",
+        "Time parameterization: 'toppra' (time-optimal spline through the waypoints, checked "
+        "for collisions and refined) or 'linear' (straight segments, stop at each waypoint).",
+        "toppra | linear",
+    ),
+    # ---- collision model (same meaning as the collision checker's)
+    "skip_rule": (
+        "parent",
+        "Self pairs never checked: 'parent', 'adjacent' or 'none'; the SRDF's disabled pairs "
+        "and skip_pairs are added.",
+        "parent | adjacent | none",
+    ),
+    "skip_pairs": ([], "Extra self pairs never checked, each 'linkA=linkB'.", ""),
+    "use_srdf": (True, "Skip the SRDF's disable_collisions pairs.", ""),
+    "padding": (0.0, "Safety margin (m) subtracted from every pair's distance.", "finite"),
+    "pair_padding": (
+        [],
+        "Per-pair padding overriding 'padding', each 'bodyA=bodyB:metres'.",
+        "each 'a=b:value'",
+    ),
+    "world_file": (
+        "",
+        "World objects YAML (path or package://pkg/path; empty = none); see "
+        "robot_collision.ros.world.",
+        "",
+    ),
+    "world_topics": (
+        ["collision_checker/world_objects"],
+        "WorldObject topics listened to besides ~/world_objects (read at start-up); the default "
+        "shares the collision checker's topic.",
+        "",
+    ),
+    # ---- goals, outputs
+    "end_effector": (
+        "tool",
+        "End-effector link of goal regions whose end_effector is empty, and of the path "
+        "marker; empty or unknown = the last link of the model.",
+        "",
+    ),
+    "frame_id": (
+        "",
+        "Frame of the trajectory header and the markers (empty = the robot base link).",
+        "",
+    ),
+    "stamp_trajectory": (
+        False,
+        "Stamp the result trajectory with the planning time; false leaves the stamp 0, which "
+        "trajectory controllers read as 'start on receipt'.",
+        "",
+    ),
+    "joint_state_timeout": (
+        1.0,
+        "Seconds a goal without use_start waits for a first joint state before INVALID_GOAL.",
+        ">= 0",
+    ),
+    "start_limit_tolerance": (
+        0.001,
+        "A start state from joint_states at most this far (rad or m) outside the joint limits "
+        "is clipped into them (encoder noise at a limit); farther is OUTSIDE_LIMITS.",
+        ">= 0",
+    ),
+    "feedback_rate": (10.0, "Maximum feedback rate while planning (Hz).", "> 0"),
+    "warm_up": (
+        True,
+        "After the robot loads, plan once in the background so that the compiled planner "
+        "kernels are loaded (or compiled) before the first goal; goals wait for it.",
+        "",
+    ),
+    "ghost_poses": (
+        4,
+        "Robot poses drawn along the planned path on ~/planned_path (start and goal included; "
+        "0 = only the end-effector line).",
+        ">= 0",
+    ),
+}
+
+MAX_TIME_LIMIT = 86400.0
+"""Largest accepted goal ``time_limit`` (s)."""
+
+_CHECKER_KEYS = ("skip_rule", "skip_pairs", "use_srdf", "padding", "pair_padding")
+_READ_ONLY = ("world_topics",)
+
+
+class ErrorCode:
+    """The ``PlanMotion`` result's ``error_code`` values (mirrors the action's constants)."""
+
+    SUCCESS = int(PlanMotion.Result.SUCCESS)
+    START_IN_COLLISION = int(PlanMotion.Result.START_IN_COLLISION)
+    GOAL_IN_COLLISION = int(PlanMotion.Result.GOAL_IN_COLLISION)
+    OUTSIDE_LIMITS = int(PlanMotion.Result.OUTSIDE_LIMITS)
+    GOAL_UNREACHABLE = int(PlanMotion.Result.GOAL_UNREACHABLE)
+    NO_PATH = int(PlanMotion.Result.NO_PATH)
+    CANCELLED = int(PlanMotion.Result.CANCELLED)
+    INVALID_GOAL = int(PlanMotion.Result.INVALID_GOAL)
+    PREEMPTED = int(PlanMotion.Result.PREEMPTED)
+    INTERNAL_ERROR = int(PlanMotion.Result.INTERNAL_ERROR)
+
+    @classmethod
+    def name(cls, code: int) -> str:
+        for key, value in vars(cls).items():
+            if key.isupper() and value == code:
+                return key
+        return str(code)
+
+
+class GoalError(Exception):
+    """A goal cannot be served (``code`` is an :class:`ErrorCode`)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def error_code_for(exc: BaseException) -> tuple[int, str]:
+    """(error code, message) of an exception raised while serving a goal."""
+    if isinstance(exc, GoalError):
+        return exc.code, str(exc)
+    if isinstance(exc, OutsideLimitsError):
+        return ErrorCode.OUTSIDE_LIMITS, str(exc)
+    if isinstance(exc, StartInCollisionError):
+        return ErrorCode.START_IN_COLLISION, str(exc)
+    if isinstance(exc, GoalInCollisionError):
+        return ErrorCode.GOAL_IN_COLLISION, str(exc)
+    if isinstance(exc, GoalUnreachableError):
+        return ErrorCode.GOAL_UNREACHABLE, str(exc)
+    if isinstance(exc, NoPathFoundError):
+        return ErrorCode.NO_PATH, str(exc)
+    if isinstance(exc, PlanningCancelledError):
+        return ErrorCode.CANCELLED, str(exc)
+    if isinstance(exc, (ConfigurationError, ConversionError, UnknownNameError)):
+        return ErrorCode.INVALID_GOAL, f"invalid goal: {exc}"
+    if isinstance(exc, RobotCollisionError):
+        return ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+    return ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
+
+
+# --------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class PlannerSettings:
+    """Validated parameter values of the node (see :data:`PARAMETERS`)."""
+
+    max_connection_distance: float = float(_DEFAULT_OPTIONS.max_connection_distance)
+    validation_distance: float = float(_DEFAULT_OPTIONS.validation_distance)
+    max_iterations: int = int(_DEFAULT_OPTIONS.max_iterations)
+    enable_connect_heuristic: bool = bool(_DEFAULT_OPTIONS.enable_connect_heuristic)
+    workspace_goal_region_bias: float = float(_DEFAULT_OPTIONS.workspace_goal_region_bias)
+    goal_ik_attempts: int = int(_DEFAULT_OPTIONS.goal_ik_attempts)
+    max_goal_samples: int = int(_DEFAULT_OPTIONS.max_goal_samples)
+    ignore_self_collision: bool = bool(_DEFAULT_OPTIONS.ignore_self_collision)
+    seed: int = -1
+    default_time_limit: float = 5.0
+    shorten: bool = True
+    shorten_iterations: int = 100
+    velocity_scaling: float = 1.0
+    acceleration_scaling: float = 1.0
+    acceleration_limit: float = float(DEFAULT_ACCELERATION_LIMIT)
+    trajectory_method: str = "toppra"
+    skip_rule: str = "parent"
+    skip_pairs: tuple[tuple[str, str], ...] = ()
+    use_srdf: bool = True
+    padding: float = 0.0
+    pair_padding: tuple[tuple[str, str, float], ...] = ()
+    world_file: str = ""
+    world_topics: tuple[str, ...] = ("collision_checker/world_objects",)
+    end_effector: str = "tool"
+    frame_id: str = ""
+    stamp_trajectory: bool = False
+    joint_state_timeout: float = 1.0
+    start_limit_tolerance: float = 0.001
+    feedback_rate: float = 10.0
+    warm_up: bool = True
+    ghost_poses: int = 4
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigurationError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ConfigurationError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def _integer(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _validate_one(name: str, value: Any) -> Any:
+    """Validated value of one planner parameter (raises ConfigurationError with the reason)."""
+    if name in ("max_connection_distance", "validation_distance", "default_time_limit",
+                "acceleration_limit", "feedback_rate"):
+        v = _number(value, name)
+        if v <= 0:
+            raise ConfigurationError(f"{name} must be > 0, got {value!r}")
+        return v
+    if name in ("velocity_scaling", "acceleration_scaling"):
+        v = _number(value, name)
+        if not 0.0 < v <= 1.0:
+            raise ConfigurationError(f"{name} must be in (0, 1], got {value!r}")
+        return v
+    if name == "workspace_goal_region_bias":
+        v = _number(value, name)
+        if not 0.0 <= v <= 1.0:
+            raise ConfigurationError(f"{name} must be in [0, 1], got {value!r}")
+        return v
+    if name in ("joint_state_timeout", "start_limit_tolerance"):
+        v = _number(value, name)
+        if v < 0:
+            raise ConfigurationError(f"{name} must be >= 0, got {value!r}")
+        return v
+    if name in ("max_iterations", "goal_ik_attempts", "max_goal_samples"):
+        return _integer(value, name, 1)
+    if name in ("shorten_iterations", "ghost_poses"):
+        return _integer(value, name, 0)
+    if name == "seed":
+        return _integer(value, name, -1)
+    if name in ("enable_connect_heuristic", "ignore_self_collision", "shorten",
+                "stamp_trajectory", "warm_up"):
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"{name} must be true or false, got {value!r}")
+        return value
+    if name == "trajectory_method":
+        method = str(value).strip().lower()
+        if method not in ("toppra", "linear"):
+            raise ConfigurationError(
+                f"trajectory_method must be 'toppra' or 'linear', got {value!r}")
+        return method
+    if name in ("world_file", "end_effector", "frame_id"):
+        return str(value).strip()
+    if name == "world_topics":
+        if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+            return ()
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise ConfigurationError(f"world_topics must be a list of topic names, got {value!r}")
+        return tuple(v.strip() for v in value if v.strip())
+    if name in _CHECKER_KEYS:
+        checker, _ = checker_settings_from_values({name: value}, strict=True)
+        return getattr(checker, name)
+    raise ConfigurationError(f"unknown parameter {name!r}")
+
+
+def settings_from_values(
+    values: dict[str, Any], base: Optional[PlannerSettings] = None, strict: bool = True
+) -> tuple[PlannerSettings, list[str]]:
+    """Settings from parameter values (missing names keep ``base``'s, default: defaults).
+
+    ``strict``: raise :class:`ConfigurationError` on the first invalid value; otherwise keep the
+    base value for it and return the error texts as the second element.
+    """
+    settings = base or PlannerSettings()
+    return apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
+
+
+def _checker_for(robot: RobotModel, settings: PlannerSettings) -> CollisionChecker:
+    checker_settings, _ = checker_settings_from_values(
+        {
+            "skip_rule": settings.skip_rule,
+            "skip_pairs": [f"{a}={b}" for a, b in settings.skip_pairs],
+            "use_srdf": settings.use_srdf,
+            "padding": settings.padding,
+            "pair_padding": [f"{a}={b}:{v!r}" for a, b, v in settings.pair_padding],
+        },
+        strict=True,
+    )
+    return make_checker(robot, checker_settings)
+
+
+# --------------------------------------------------------------------------- requests
+@dataclass(frozen=True)
+class PlanRequest:
+    """A validated goal: everything the planner needs except (maybe) the start state."""
+
+    goal: Union[NDArray[np.float64], WorkspaceGoalRegion]
+    start: Optional[NDArray[np.float64]]  # None = latest joint state
+    options: RRTOptions
+    time_limit: float
+    shorten: bool
+    shorten_iterations: int
+    velocity_scaling: float
+    acceleration_scaling: float
+    end_effector: str  # link of the end-effector marker line
+
+
+def _override(value: float, default: float, name: str, upper: Optional[float] = None) -> float:
+    """A goal's option field: 0 = ``default``; otherwise finite and > 0 (and <= ``upper``)."""
+    v = float(value)
+    if not math.isfinite(v):
+        raise ConfigurationError(f"{name} must be finite (0 = default), got {v}")
+    if v < 0:
+        raise ConfigurationError(f"{name} must be >= 0 (0 = default), got {v}")
+    if v == 0:
+        return default
+    if upper is not None and v > upper:
+        raise ConfigurationError(f"{name} must be in (0, {upper}] (0 = default), got {v}")
+    return v
+
+
+def _validation_distance(value: float, settings: PlannerSettings) -> float:
+    """A goal may check edges more finely than the ``validation_distance`` parameter, never
+    more coarsely (the parameter is the operator's safety resolution)."""
+    v = _override(value, settings.validation_distance, "validation_distance")
+    if v > settings.validation_distance:
+        raise ConfigurationError(
+            f"validation_distance {v:g} is coarser than the node's validation_distance "
+            f"parameter ({settings.validation_distance:g} rad); goals may only check more "
+            "finely (0 = the parameter)")
+    return v
+
+
+def _default_end_effector(robot: RobotModel, name: str) -> str:
+    if name and name in robot.link_names and name != robot.base_name:
+        return name
+    return robot.link_names[-1]
+
+
+def rrt_options(settings: PlannerSettings, **overrides: Any) -> RRTOptions:
+    """:class:`RRTOptions` from the node's settings (and explicit overrides)."""
+    values: dict[str, Any] = {
+        "max_connection_distance": settings.max_connection_distance,
+        "validation_distance": settings.validation_distance,
+        "max_iterations": settings.max_iterations,
+        "enable_connect_heuristic": settings.enable_connect_heuristic,
+        "workspace_goal_region_bias": settings.workspace_goal_region_bias,
+        "goal_ik_attempts": settings.goal_ik_attempts,
+        "max_goal_samples": settings.max_goal_samples,
+        "ignore_self_collision": settings.ignore_self_collision,
+        "seed": None if settings.seed < 0 else settings.seed,
+    }
+    values.update(overrides)
+    return RRTOptions(**values)
+
+
+def parse_goal(
+    goal: Any,
+    robot: RobotModel,
+    settings: PlannerSettings,
+    mapper: Optional[JointStateMapper] = None,
+) -> PlanRequest:
+    """Validate a ``PlanMotion.Goal`` against ``robot``; raises :class:`ConfigurationError`,
+    :class:`ConversionError` or :class:`UnknownNameError` (all ``INVALID_GOAL``) with the reason.
+
+    Limits and collisions are left to the planner (their own error codes).
+    """
+    mapper = mapper or JointStateMapper(robot.joint_names)
+    names = list(goal.joint_names)
+    if not names:
+        names = list(robot.joint_names)  # empty joint_names = model order
+
+    def config(values: Sequence[float], what: str) -> NDArray[np.float64]:
+        vals = np.asarray(values, dtype=float).reshape(-1)
+        if not list(goal.joint_names) and vals.shape[0] != robot.num_joints:
+            raise ConversionError(
+                f"{what} has {vals.shape[0]} values but joint_names is empty: give "
+                f"{robot.num_joints} values in model order ({', '.join(robot.joint_names)}) or "
+                "name the joints"
+            )
+        return mapper.positions(names, vals, allow_unknown=False, what=what)
+
+    region: Optional[WorkspaceGoalRegion] = None
+    q_goal: Optional[NDArray[np.float64]] = None
+    if goal.use_goal_region:
+        ee = str(goal.end_effector).strip() or _default_end_effector(robot, settings.end_effector)
+        if ee not in robot.link_names:
+            raise UnknownNameError(
+                f"unknown end_effector {ee!r}; links: {', '.join(robot.link_names)}"
+            )
+        if ee == robot.base_name:
+            raise ConfigurationError(f"end_effector {ee!r} is the base; choose a moving link")
+        bounds = np.asarray(goal.goal_region_bounds, dtype=float)
+        if bounds.shape != (12,):
+            raise ConfigurationError(
+                f"goal_region_bounds must have 12 values, got {bounds.shape[0]}"
+            )
+        if not np.all(np.isfinite(bounds)):
+            raise ConfigurationError("goal_region_bounds has non-finite values")
+        region = WorkspaceGoalRegion(
+            ee,
+            pose_to_matrix(goal.reference_pose, "reference_pose"),
+            bounds.reshape(6, 2),
+            pose_to_matrix(goal.end_effector_offset_pose, "end_effector_offset_pose"),
+        )
+        marker_ee = ee
+    else:
+        q_goal = config(goal.goal_positions, "goal_positions")
+        marker_ee = _default_end_effector(robot, settings.end_effector)
+    start = config(goal.start_positions, "start_positions") if goal.use_start else None
+
+    max_iter = int(goal.max_iterations)
+    if max_iter < 0:
+        raise ConfigurationError(f"max_iterations must be >= 0 (0 = default), got {max_iter}")
+    options = rrt_options(
+        settings,
+        max_connection_distance=_override(
+            goal.max_connection_distance, settings.max_connection_distance,
+            "max_connection_distance"),
+        validation_distance=_validation_distance(goal.validation_distance, settings),
+        max_iterations=max_iter or settings.max_iterations,
+    )
+    target: Union[NDArray[np.float64], WorkspaceGoalRegion]
+    target = region if region is not None else q_goal  # type: ignore[assignment]
+    return PlanRequest(
+        goal=target,
+        start=start,
+        options=options,
+        time_limit=_override(goal.time_limit, settings.default_time_limit, "time_limit",
+                             MAX_TIME_LIMIT),
+        shorten=bool(goal.shorten) or settings.shorten,
+        shorten_iterations=settings.shorten_iterations,
+        velocity_scaling=_override(
+            goal.velocity_scaling, settings.velocity_scaling, "velocity_scaling", 1.0),
+        acceleration_scaling=_override(
+            goal.acceleration_scaling, settings.acceleration_scaling, "acceleration_scaling", 1.0),
+        end_effector=marker_ee,
+    )
+
+
+# --------------------------------------------------------------------------- timing
+_warned_linear = False
+
+
+def time_parameterize_path(
+    path: NDArray[np.float64],
+    robot: RobotModel,
+    velocity_scaling: float,
+    acceleration_scaling: float,
+    acceleration_limit: float,
+    method: str = "toppra",
+    checker: Optional[CollisionChecker] = None,
+    world: Sequence[WorldObject] = (),
+    ignore_self: bool = False,
+    resolution: float = 1.0 / 32.0,
+) -> TimedTrajectory:
+    """Time a (k, n) path with :func:`robot_collision.planning.trajectory.time_parameterize`.
+
+    With a ``checker`` the TOPP-RA spline is collision-checked every ``resolution`` against
+    ``world`` (and refined, or replaced by straight segments, where it collides). Without the
+    ``toppra`` package, ``"linear"`` (straight segments, stop at each waypoint) is used.
+    """
+    global _warned_linear
+    kwargs: dict[str, Any] = {
+        "acceleration_scaling": acceleration_scaling,
+        "checker": checker,
+        "world": world,
+        "ignore_self": ignore_self,
+        "resolution": resolution,
+    }
+    if method == "toppra":
+        try:
+            return time_parameterize(path, robot, velocity_scaling, acceleration_limit,
+                                     method="toppra", **kwargs)
+        except ImportError as exc:  # toppra not installed: straight segments
+            if not _warned_linear:
+                _warned_linear = True
+                import logging
+
+                logging.getLogger(__name__).warning(
+                    f"toppra is not available ({exc}); timing paths with method 'linear'")
+    return time_parameterize(path, robot, velocity_scaling, acceleration_limit,
+                             method="linear", **kwargs)
+
+
+def densify(path: NDArray[np.float64], step: float) -> NDArray[np.float64]:
+    """(K, n) configurations along the straight edges of a (k, n) path, consecutive ones at
+    most ``step`` apart (joint-space L2); every waypoint is kept."""
+    P = np.asarray(path, dtype=float)
+    out = [P[:1]]
+    for a, b in itertools.pairwise(P):
+        steps = max(1, math.ceil(float(np.linalg.norm(b - a)) / step))
+        t = (np.arange(1, steps + 1) / steps)[:, None]
+        out.append(a + (b - a) * t)
+    return np.concatenate(out)
+
+
+def _duration(seconds: float) -> Duration:
+    ns = round(max(0.0, seconds) * 1e9)
+    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def trajectory_to_msg(traj: TimedTrajectory, frame_id: str, stamp: Any = None) -> JointTrajectory:
+    """``trajectory_msgs/JointTrajectory`` of a timed path (stamp None = zero)."""
+    msg = JointTrajectory()
+    msg.header.frame_id = frame_id
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.joint_names = list(traj.joint_names)
+    points = []
+    for k in range(len(traj.times)):
+        pt = JointTrajectoryPoint()
+        pt.positions = [float(v) for v in traj.positions[k]]
+        pt.velocities = [float(v) for v in traj.velocities[k]]
+        pt.accelerations = [float(v) for v in traj.accelerations[k]]
+        pt.time_from_start = _duration(float(traj.times[k]))
+        points.append(pt)
+    msg.points = points
+    return msg
+
+
+# --------------------------------------------------------------------------- markers
+class PlannedPathMarkers:
+    """MarkerArrays of a planned path: the end-effector LINE_STRIP (``end_effector_path``) and
+    ghost copies of the robot's collision shapes (``ghost_<k>``). Remembers what it published
+    and DELETEs markers that are gone. Not thread-safe."""
+
+    LINE_NS = "end_effector_path"
+    MAX_LINE_POINTS = 2000
+
+    def __init__(self, robot: RobotModel, frame_id: str, line_width: float = 0.006) -> None:
+        self.robot = robot
+        self.frame_id = frame_id or robot.base_name
+        self.line_width = float(line_width)
+        self._shapes = ClearanceMarkers(robot, self.frame_id)
+        self._published: set[tuple[str, int]] = set()
+
+    def _deletes(self, keys: set[tuple[str, int]], stamp: Any) -> list[Any]:
+        out = []
+        for ns, mid in sorted(keys):
+            m = Marker()
+            m.header.frame_id = self.frame_id
+            if stamp is not None:
+                m.header.stamp = stamp
+            m.ns, m.id, m.action = ns, mid, Marker.DELETE
+            out.append(m)
+        return out
+
+    def build(
+        self, dense_path: NDArray[np.float64], end_effector: str, ghosts: int, stamp: Any = None
+    ) -> MarkerArray:
+        """Markers of the (K, n) path (K >= 1) with ``ghosts`` robot poses (start, goal and
+        evenly spaced between, by path index)."""
+        from geometry_msgs.msg import Point
+
+        P = np.asarray(dense_path, dtype=float)
+        if len(P) > self.MAX_LINE_POINTS:
+            idx = np.unique(np.r_[np.linspace(0, len(P) - 1, self.MAX_LINE_POINTS).astype(int)])
+            P_line = P[idx]
+        else:
+            P_line = P
+        ee = self.robot.link_index(end_effector)
+        poses = self.robot.link_poses_batch(P_line)
+        markers: list[Any] = []
+        line = Marker()
+        line.header.frame_id = self.frame_id
+        if stamp is not None:
+            line.header.stamp = stamp
+        line.ns, line.id, line.type, line.action = self.LINE_NS, 0, Marker.LINE_STRIP, Marker.ADD
+        line.pose.orientation.w = 1.0
+        line.scale.x = self.line_width
+        line.color.r, line.color.g, line.color.b, line.color.a = 1.0, 0.55, 0.0, 1.0
+        line.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in poses[:, ee, :3, 3]]
+        markers.append(line)
+        if ghosts > 0:
+            count = min(ghosts, len(P))
+            picks = np.unique(np.round(np.linspace(0, len(P) - 1, count)).astype(int))
+            for g, i in enumerate(picks.tolist()):
+                frac = g / max(1, len(picks) - 1)
+                rgba = (0.2 + 0.6 * frac, 0.4, 1.0 - 0.6 * frac, 0.25)
+                T = self.robot.link_poses(P[i])
+                ns = f"ghost_{g}"
+                next_id = 0
+                for li, link in enumerate(self.robot.link_names):
+                    for shape, local in self.robot.collision_geometry(link):
+                        made = self._shapes.shape_markers(ns, shape, T[li] @ local, rgba, stamp,
+                                                          next_id)
+                        next_id += len(made)
+                        markers += made
+        current = {(m.ns, m.id) for m in markers}
+        markers += self._deletes(self._published - current, stamp)
+        self._published = current
+        out = MarkerArray()
+        out.markers = markers
+        return out
+
+    def clear(self, stamp: Any = None) -> MarkerArray:
+        """DELETE everything published so far."""
+        out = MarkerArray()
+        out.markers = self._deletes(self._published, stamp)
+        self._published = set()
+        return out
+
+
+# --------------------------------------------------------------------------- node
+@dataclass
+class _Pipeline:
+    """Everything derived from one robot model + settings (swapped atomically)."""
+
+    robot: RobotModel
+    settings: PlannerSettings
+    checker: CollisionChecker  # used only under the node's planning lock
+    mapper: JointStateMapper
+    frame_id: str
+
+
+@dataclass
+class _GoalContext:
+    """Book-keeping of one accepted goal (shared by its execute callback and the worker)."""
+
+    handle: Any
+    key: bytes
+    label: str
+    request: Optional[PlanRequest] = None
+    pipeline: Optional[_Pipeline] = None
+    error: Optional[tuple[int, str]] = None
+    start: Optional[NDArray[np.float64]] = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    stop_code: int = ErrorCode.CANCELLED
+    stop_message: str = ""
+    wake: threading.Event = field(default_factory=threading.Event)  # stop or worker done
+    outcome: Any = None  # PlanMotion.Result from the worker
+    done: threading.Event = field(default_factory=threading.Event)  # execute finished
+    cancel_time: float = math.nan
+
+    def request_stop(self, code: int, message: str) -> None:
+        """First caller wins (a cancel during preemption stays a preemption)."""
+        if not self.stop.is_set():
+            self.stop_code, self.stop_message = code, message
+            if code == ErrorCode.CANCELLED:
+                self.cancel_time = time.monotonic()
+            self.stop.set()
+        self.wake.set()
+
+
+_Job = Union[_GoalContext, Callable[[], None], None]
+
+
+class PlannerNode(Node):
+    """Motion-planning action server (see the module docstring). ``kwargs`` go to
+    ``rclpy.node.Node`` (``context``, ``namespace``, ``parameter_overrides``, ...)."""
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self._lock = threading.RLock()
+        self._jobs: queue.Queue[_Job] = queue.Queue()
+        self._state_cond = threading.Condition()
+        self._pipeline: Optional[_Pipeline] = None
+        self._q: Optional[NDArray[np.float64]] = None
+        self._q_robot: Optional[RobotModel] = None
+        self._goals: dict[bytes, _GoalContext] = {}
+        self._active: Optional[_GoalContext] = None
+        self._markers: Optional[PlannedPathMarkers] = None
+        self._shutting_down = False
+        self.stats = {"goals": 0, "succeeded": 0, "failed": 0, "cancelled": 0, "preempted": 0}
+        self.last_cancel_latency: float = math.nan  # s, cancel request -> planner stopped
+
+        self._action_group = ReentrantCallbackGroup()
+        self._state_group = MutuallyExclusiveCallbackGroup()
+        self._world_group = MutuallyExclusiveCallbackGroup()
+
+        self.world = WorldModel()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+
+        self._settings = start_up_settings(
+            self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)
+
+        # ---- interfaces
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._path_pub = self.create_publisher(MarkerArray, "~/planned_path", latched)
+        self._display_pub: Any = None
+        self._display_types: Any = None
+        try:
+            from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
+                DisplayTrajectory,
+                RobotTrajectory,
+            )
+        except ImportError:
+            pass
+        else:
+            self._display_types = (DisplayTrajectory, RobotTrajectory)
+            self._display_pub = self.create_publisher(
+                DisplayTrajectory, "/display_planned_path", reliable)
+        self._joint_sub = self.create_subscription(
+            JointState, "joint_states", self._on_joint_state,
+            QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT),
+            callback_group=self._state_group)
+        self._world_subs = []
+        topics: list[str] = ["~/world_objects"]
+        for topic in self._settings.world_topics:
+            if topic not in topics:
+                topics.append(topic)
+        for topic in topics:
+            try:
+                self._world_subs.append(self.create_subscription(
+                    WorldObjectMsg, topic, self._on_world_object, reliable,
+                    callback_group=self._world_group))
+            except Exception as exc:  # an invalid topic name must not stop the node
+                self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
+        try:
+            from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
+                CollisionObject,
+            )
+        except ImportError:
+            CollisionObject = None
+        if CollisionObject is not None:
+            self._world_subs.append(self.create_subscription(
+                CollisionObject, "collision_object", self._on_collision_object, reliable,
+                callback_group=self._world_group))
+        self._action_server = ActionServer(
+            self, PlanMotion, ACTION_NAME,
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+            callback_group=self._action_group,
+        )
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._worker = threading.Thread(target=self._worker_loop, name="planner-worker",
+                                        daemon=True)
+        self._worker.start()
+        with contextlib.suppress(Exception):  # stop goals as soon as rclpy shuts down
+            self.context.on_shutdown(self._on_context_shutdown)
+        self._loader.start()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def settings(self) -> PlannerSettings:
+        """The parameter values in force."""
+        return self._settings
+
+    @property
+    def robot(self) -> Optional[RobotModel]:
+        """The robot model in use (None until one loads)."""
+        pipe = self._pipeline
+        return pipe.robot if pipe is not None else None
+
+    # ------------------------------------------------------------------ robot, parameters
+    def _build_pipeline(self, robot: RobotModel, settings: PlannerSettings) -> _Pipeline:
+        return _Pipeline(
+            robot=robot,
+            settings=settings,
+            checker=_checker_for(robot, settings),
+            mapper=JointStateMapper(robot.joint_names),
+            frame_id=settings.frame_id or robot.base_name,
+        )
+
+    def _install(self, pipe: _Pipeline) -> None:
+        with self._lock:
+            old = self._pipeline
+            self._pipeline = pipe
+            if old is None or old.robot is not pipe.robot or old.frame_id != pipe.frame_id:
+                self._markers = PlannedPathMarkers(pipe.robot, pipe.frame_id)
+        self.world.set_frame_ids({pipe.robot.base_name, pipe.frame_id})
+
+    def _on_robot(self, robot: RobotModel, source: str) -> None:
+        try:
+            pipe = self._build_pipeline(robot, self._settings)
+        except RobotCollisionError as exc:
+            keep = replace(self._settings, skip_rule="parent", skip_pairs=(), pair_padding=(),
+                           use_srdf=True)
+            self.get_logger().error(
+                f"skip/padding parameters do not fit robot {robot.name!r}: {exc}; using "
+                "skip_rule 'parent' without skip_pairs and pair_padding"
+            )
+            self._settings = keep
+            pipe = self._build_pipeline(robot, keep)
+        self._install(pipe)
+        self.get_logger().info(
+            f"planner ready for {robot.name!r} on {self.resolve_action_name()}")
+        if pipe.settings.warm_up:
+            self._jobs.put(lambda: self._warm_up(pipe))
+
+    def _warm_up(self, pipe: _Pipeline) -> None:
+        """Plan, shorten and time once (joint goal and goal region) between random valid
+        configurations in the worker, so that numba loads or compiles the kernels before the
+        first goal (the first compilation takes seconds and would otherwise count against that
+        goal's time limit). Failures are ignored."""
+        if self._shutting_down:
+            return
+        t0 = time.monotonic()
+        try:
+            robot = pipe.robot
+            world = self.world.objects()
+            rng = np.random.default_rng(0)
+            valid = [q for q in (robot.random_configuration(rng) for _ in range(64))
+                     if pipe.checker.is_valid(q, world)][:2]
+            if len(valid) < 2:
+                return
+            options = rrt_options(pipe.settings, seed=0, max_iterations=50)
+            planner = BiRRT(pipe.checker, options, world)
+
+            def stop() -> bool:
+                return self._shutting_down or not self.context.ok()
+
+            with contextlib.suppress(RobotCollisionError):
+                res = planner.plan(valid[0], valid[1], time_limit=60.0, should_stop=stop)
+                path = planner.shorten(res.waypoints, 5)
+                time_parameterize_path(
+                    path, robot, 1.0, 1.0, pipe.settings.acceleration_limit,
+                    pipe.settings.trajectory_method, checker=pipe.checker, world=world)
+            ee = _default_end_effector(robot, pipe.settings.end_effector)
+            region = WorkspaceGoalRegion(ee, robot.link_transforms(valid[1])[ee])
+            with contextlib.suppress(RobotCollisionError):
+                planner.plan(valid[0], region, time_limit=60.0, should_stop=stop)
+        except Exception as exc:
+            self.get_logger().warning(f"planner warm-up failed: {type(exc).__name__}: {exc}")
+            return
+        self.get_logger().info(f"planner warm-up done in {time.monotonic() - t0:.2f} s")
+
+    def resolve_action_name(self) -> str:
+        """Fully qualified name of the PlanMotion action (for logs and clients)."""
+        ns = self.get_namespace().rstrip("/")
+        return f"{ns}/{self.get_name()}/plan_motion"
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        changed = {p.name: p.value for p in params if p.name in PARAMETERS}
+        if not changed:
+            return SetParametersResult(successful=True)
+        try:
+            for name in changed:
+                if changed[name] is None:  # PARAMETER_NOT_SET: back to the default
+                    changed[name] = PARAMETERS[name][0]
+            new, _ = settings_from_values(changed, base=self._settings, strict=True)
+            rrt_options(new)  # combinations the options themselves refuse
+            pipe = self._pipeline
+            new_pipe = self._build_pipeline(pipe.robot, new) if pipe is not None else None
+            if new.world_file != self._settings.world_file:
+                # last: all-or-nothing, raises (changing nothing) if the file cannot be loaded
+                self.world.use_file(new.world_file)
+        except RobotCollisionError as exc:
+            self.get_logger().error(f"parameter change rejected: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:
+            self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
+            return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
+        self._settings = new
+        if new_pipe is not None:
+            self._install(new_pipe)
+        self.get_logger().info(f"parameters updated: {sorted(changed)}")
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ topics
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            pipe = self._pipeline
+            if pipe is None:
+                return
+            try:
+                q = pipe.mapper.from_msg(msg)
+            except ConversionError as exc:
+                self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
+                return
+            with self._state_cond:
+                self._q = q
+                self._q_robot = pipe.robot
+                self._state_cond.notify_all()
+        except Exception as exc:
+            self.get_logger().error(
+                f"joint state processing failed: {type(exc).__name__}: {exc}",
+                throttle_duration_sec=2.0)
+
+    def _on_world_object(self, msg: WorldObjectMsg) -> None:
+        try:
+            what = self.world.apply_msg(msg)
+            self.get_logger().info(f"world: {what}")
+        except Exception as exc:
+            self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
+
+    def _on_collision_object(self, msg: Any) -> None:
+        try:
+            what = self.world.apply_collision_object(msg)
+            self.get_logger().info(f"world (collision_object): {what}")
+        except Exception as exc:
+            self.get_logger().error(f"collision object rejected: {exc}", throttle_duration_sec=1.0)
+
+    def _joint_topic(self) -> str:
+        return str(getattr(self._joint_sub, "topic_name", "joint_states"))
+
+    def latest_joint_state(self) -> Optional[NDArray[np.float64]]:
+        """The newest joint-state configuration of the current robot (None if none yet)."""
+        with self._state_cond:
+            pipe = self._pipeline
+            if self._q is None or pipe is None or self._q_robot is not pipe.robot:
+                return None
+            return self._q.copy()
+
+    # ------------------------------------------------------------------ action callbacks
+    def _on_goal(self, goal_request: Any) -> GoalResponse:
+        # Every goal is accepted so that a malformed one gets a result with a reason.
+        return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
+
+    def _on_accepted(self, goal_handle: Any) -> None:
+        key = bytes(goal_handle.goal_id.uuid)
+        label = str(uuid.UUID(bytes=key))[:8]
+        ctx = _GoalContext(goal_handle, key, label)
+        pipe = self._pipeline
+        try:
+            if pipe is None:
+                raise GoalError(
+                    ErrorCode.INTERNAL_ERROR,
+                    "no robot model loaded yet: set robot_description / urdf_path or publish "
+                    "the robot_description topic")
+            ctx.pipeline = pipe
+            ctx.request = parse_goal(goal_handle.request, pipe.robot, pipe.settings, pipe.mapper)
+        except Exception as exc:
+            ctx.error = error_code_for(exc)
+        with self._lock:
+            self.stats["goals"] += 1
+            self._goals[key] = ctx
+            if ctx.error is None:
+                prev, self._active = self._active, ctx
+                if prev is not None and not prev.done.is_set():
+                    prev.request_stop(
+                        ErrorCode.PREEMPTED,
+                        f"preempted: a newer goal ({label}) was accepted; one goal runs at a time")
+        goal_handle.execute()
+
+    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
+        ctx = self._goals.get(bytes(goal_handle.goal_id.uuid))
+        if ctx is not None:
+            ctx.request_stop(ErrorCode.CANCELLED, "cancelled by the client")
+        return CancelResponse.ACCEPT
+
+    # ------------------------------------------------------------------ execution
+    async def _execute(self, goal_handle: Any) -> Any:
+        """Execute callback (a coroutine): the blocking part runs on a helper thread and this
+        awaits it, so the node's executor keeps serving cancel requests, joint states and other
+        goals even when it is a ``SingleThreadedExecutor``."""
+        from rclpy.task import Future
+
+        done: Any = Future(executor=self.executor)
+
+        def run() -> None:
+            try:
+                done.set_result(self._execute_blocking(goal_handle))
+            except BaseException as exc:
+                done.set_result(exc)
+
+        threading.Thread(target=run, name="planner_goal", daemon=True).start()
+        outcome = await done
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _execute_blocking(self, goal_handle: Any) -> Any:
+        """Resolve the start state, hand the goal to the worker and wait for its outcome or for
+        a stop request (cancel, preemption), whichever comes first."""
+        key = bytes(goal_handle.goal_id.uuid)
+        result = PlanMotion.Result()
+        ctx = self._goals.get(key)
+        try:
+            if ctx is None:  # not accepted through _on_accepted (cannot happen)
+                ctx = _GoalContext(goal_handle, key, "?")
+                ctx.error = (ErrorCode.INTERNAL_ERROR, "goal was not registered")
+            if ctx.error is not None:
+                result.error_code, result.message = ctx.error
+            else:
+                self._serve(ctx, result)
+        except Exception as exc:  # never let an exception escape into the executor
+            result.error_code, result.message = error_code_for(exc)
+            self.get_logger().error(f"goal failed unexpectedly: {result.message}")
+        finally:
+            if ctx is not None:
+                ctx.done.set()
+                with self._lock:
+                    self._goals.pop(key, None)
+                    if self._active is ctx:
+                        self._active = None
+        self._finish(goal_handle, ctx, result)
+        return result
+
+    def _serve(self, ctx: _GoalContext, result: Any) -> None:
+        pipe = ctx.pipeline
+        assert pipe is not None
+        try:
+            ctx.start = self._start_state(ctx, pipe)
+        except PlanningCancelledError:
+            self._stopped(ctx, result)
+            return
+        except GoalError as exc:
+            result.error_code, result.message = exc.code, str(exc)
+            return
+        self._jobs.put(ctx)
+        while not ctx.wake.wait(0.05):
+            if self._shutting_down or not self.context.ok():
+                # rclpy's signal handler shuts the context down without running Python
+                # on_shutdown callbacks: notice it here, so executor.shutdown() need not wait
+                # for the planner's time limit
+                self._shutting_down = True
+                ctx.request_stop(ErrorCode.INTERNAL_ERROR, "the planner is shutting down")
+            elif not self._worker.is_alive():
+                raise GoalError(ErrorCode.INTERNAL_ERROR, "the planning thread has stopped")
+        outcome = ctx.outcome
+        if outcome is None:  # stopped while queued or while the worker is still busy
+            self._stopped(ctx, result)
+            return
+        for name in ("error_code", "message", "trajectory", "planning_time", "iterations"):
+            setattr(result, name, getattr(outcome, name))
+
+    def _worker_loop(self) -> None:
+        """The planning thread: runs jobs (goals, warm-up) one at a time, so the planner's
+        checker is never used concurrently and planning never competes with itself for CPU."""
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            if not isinstance(job, _GoalContext):
+                try:
+                    job()
+                except Exception as exc:
+                    self.get_logger().error(f"planner job failed: {type(exc).__name__}: {exc}")
+                continue
+            ctx = job
+            outcome = PlanMotion.Result()
+            try:
+                if ctx.stop.is_set():
+                    self._stopped(ctx, outcome)
+                else:
+                    self._plan_goal(ctx, outcome)
+            except Exception as exc:
+                outcome.error_code, outcome.message = error_code_for(exc)
+            ctx.outcome = outcome
+            ctx.wake.set()
+
+    def _stopped(self, ctx: _GoalContext, result: Any) -> None:
+        if not ctx.stop.is_set():  # the client cancelled before our callback ran
+            ctx.request_stop(ErrorCode.CANCELLED, "cancelled by the client")
+        result.error_code = ctx.stop_code
+        result.message = ctx.stop_message
+        result.trajectory = JointTrajectory()
+
+    def _start_state(self, ctx: _GoalContext, pipe: _Pipeline) -> NDArray[np.float64]:
+        req = ctx.request
+        assert req is not None
+        if req.start is not None:
+            return req.start
+        timeout = pipe.settings.joint_state_timeout
+        deadline = time.monotonic() + timeout
+        with self._state_cond:
+            while True:
+                q = self.latest_joint_state()
+                if q is not None:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GoalError(
+                        ErrorCode.INVALID_GOAL,
+                        f"no joint state received on {self._joint_topic()} within "
+                        f"{timeout:g} s: publish joint states or set use_start and "
+                        "start_positions")
+                if ctx.stop.is_set():
+                    raise PlanningCancelledError("stopped while waiting for a joint state")
+                self._state_cond.wait(min(left, 0.005))
+        tol = pipe.settings.start_limit_tolerance
+        robot = pipe.robot
+        if tol > 0:
+            inside = (q >= robot.lower - tol) & (q <= robot.upper + tol)
+            if np.all(inside):
+                q = np.clip(q, robot.lower, robot.upper)
+        return q
+
+    def _plan_goal(self, ctx: _GoalContext, result: Any) -> None:
+        pipe, req = ctx.pipeline, ctx.request
+        assert pipe is not None and req is not None
+        if pipe.robot is not (self._pipeline.robot if self._pipeline else None):
+            raise GoalError(ErrorCode.INTERNAL_ERROR,
+                            "the robot model changed after the goal was accepted; send it again")
+        handle = ctx.handle
+        t0 = time.monotonic()  # planning time: planning, shortening and timing
+        period = 1.0 / pipe.settings.feedback_rate
+        last_feedback = [-math.inf]
+
+        def feedback(info: ProgressInfo, force: bool = False) -> None:
+            now = time.monotonic()
+            if not force and now - last_feedback[0] < period:
+                return
+            last_feedback[0] = now
+            fb = PlanMotion.Feedback()
+            fb.iterations = int(info.iterations)
+            fb.start_tree_size = int(info.start_tree_size)
+            fb.goal_tree_size = int(info.goal_tree_size)
+            fb.elapsed = float(info.elapsed)
+            try:
+                handle.publish_feedback(fb)
+            except Exception as exc:  # feedback is best effort
+                if self.context.ok():
+                    self.get_logger().warning(f"feedback not sent: {exc}",
+                                              throttle_duration_sec=5.0)
+
+        # set by the cancel callback and by preemption; the planner polls it every ms
+        should_stop = ctx.stop.is_set
+        planned: Optional[PlanResult] = None
+        try:
+            q_start = ctx.start if ctx.start is not None else self._start_state(ctx, pipe)
+            world = self.world.objects()
+            planner = BiRRT(pipe.checker, req.options, world=world)
+            planned = planner.plan(q_start, req.goal, time_limit=req.time_limit,
+                                   should_stop=ctx.stop, progress=feedback)
+            stats = planned.stats
+            result.iterations = int(stats.iterations)
+            feedback(ProgressInfo(stats.iterations, stats.start_tree_size, stats.goal_tree_size,
+                                  stats.planning_time), force=True)
+            path = planned.waypoints
+            if req.shorten and req.shorten_iterations > 0 and len(path) > 2:
+                path = planner.shorten(path, req.shorten_iterations)
+            if should_stop():
+                raise PlanningCancelledError("stopped after planning")
+            timed = time_parameterize_path(
+                path, pipe.robot, req.velocity_scaling, req.acceleration_scaling,
+                pipe.settings.acceleration_limit, pipe.settings.trajectory_method,
+                checker=pipe.checker, world=world,
+                ignore_self=req.options.ignore_self_collision,
+                resolution=req.options.validation_distance)
+            stamp = self.get_clock().now().to_msg() if pipe.settings.stamp_trajectory else None
+            result.trajectory = trajectory_to_msg(timed, pipe.frame_id, stamp)
+            result.planning_time = time.monotonic() - t0
+            result.error_code = ErrorCode.SUCCESS
+            duration = float(timed.times[-1]) if len(timed.times) else 0.0
+            result.message = (
+                f"planned {len(path)} waypoints ({len(timed.times)} trajectory points, "
+                f"{duration:.2f} s) in {result.planning_time * 1e3:.0f} ms, "
+                f"{stats.iterations} iterations")
+            if not should_stop():  # a stopped goal's result is not used: do not show it
+                self._publish_path(pipe, densify(path, 0.02), req.end_effector, q_start,
+                                   result.trajectory)
+        except PlanningCancelledError:
+            result.planning_time = time.monotonic() - t0
+            self._stopped(ctx, result)
+            if not math.isnan(ctx.cancel_time):
+                self.last_cancel_latency = time.monotonic() - ctx.cancel_time
+        except Exception as exc:
+            result.planning_time = time.monotonic() - t0
+            result.error_code, result.message = error_code_for(exc)
+            err_stats = getattr(exc, "stats", None)
+            if err_stats is not None:
+                result.iterations = int(err_stats.iterations)
+        if result.error_code != ErrorCode.SUCCESS:
+            result.trajectory = JointTrajectory()
+            self._clear_path()
+
+    def _finish(self, goal_handle: Any, ctx: Optional[_GoalContext], result: Any) -> None:
+        """Move the goal to its terminal state."""
+        code = int(result.error_code)
+        name = ErrorCode.name(code)
+        label = ctx.label if ctx is not None else "?"
+        try:
+            if code == ErrorCode.SUCCESS:
+                goal_handle.succeed()
+                self.stats["succeeded"] += 1
+                self.get_logger().info(f"goal {label}: {result.message}")
+                return
+            if code == ErrorCode.CANCELLED:
+                # the server moves the goal to CANCELING right after our cancel callback;
+                # wait for it (briefly) so that CANCELED is a legal transition
+                deadline = time.monotonic() + 1.0
+                while not goal_handle.is_cancel_requested and time.monotonic() < deadline:
+                    if not goal_handle.is_active:
+                        return
+                    time.sleep(0.0005)
+                if goal_handle.is_cancel_requested:
+                    goal_handle.canceled()
+                else:
+                    goal_handle.abort()
+                self.stats["cancelled"] += 1
+                self.get_logger().info(f"goal {label} cancelled: {result.message}")
+                return
+            goal_handle.abort()
+            if code == ErrorCode.PREEMPTED:
+                self.stats["preempted"] += 1
+            else:
+                self.stats["failed"] += 1
+            self.get_logger().warning(f"goal {label} aborted ({name}): {result.message}")
+        except Exception as exc:  # an illegal transition must not take the node down
+            if self._shutting_down or not self.context.ok():
+                return  # the action server is gone with the context: nobody to tell
+            self.get_logger().error(f"goal {label}: cannot set terminal state {name}: {exc}")
+
+    # ------------------------------------------------------------------ visualisation
+    def _publish_path(
+        self, pipe: _Pipeline, dense: NDArray[np.float64], end_effector: str,
+        q_start: NDArray[np.float64], trajectory: JointTrajectory,
+    ) -> None:
+        try:
+            stamp = self.get_clock().now().to_msg()
+            markers = self._markers  # used by the worker thread only
+            if markers is not None and markers.robot is pipe.robot:
+                self._path_pub.publish(
+                    markers.build(dense, end_effector, pipe.settings.ghost_poses, stamp))
+            if self._display_pub is not None and self._display_types is not None:
+                display_cls, robot_traj_cls = self._display_types
+                disp = display_cls()
+                disp.model_id = pipe.robot.name
+                rt = robot_traj_cls()
+                rt.joint_trajectory = trajectory
+                disp.trajectory = [rt]
+                disp.trajectory_start.joint_state.name = list(pipe.robot.joint_names)
+                disp.trajectory_start.joint_state.position = [float(v) for v in q_start]
+                self._display_pub.publish(disp)
+        except Exception as exc:
+            if not self.context.ok():
+                return
+            self.get_logger().error(
+                f"path visualisation failed: {type(exc).__name__}: {exc}",
+                throttle_duration_sec=5.0)
+
+    def _clear_path(self) -> None:
+        try:
+            markers = self._markers
+            if markers is not None:
+                arr = markers.clear(self.get_clock().now().to_msg())
+                if arr.markers:
+                    self._path_pub.publish(arr)
+        except Exception as exc:
+            self.get_logger().error(f"clearing the path markers failed: {exc}",
+                                    throttle_duration_sec=5.0)
+
+    # ------------------------------------------------------------------ teardown
+    def stop_all_goals(self, message: str = "the planner is shutting down") -> None:
+        """Stop every running or waiting goal (they end ABORTED with INTERNAL_ERROR)."""
+        with self._lock:
+            contexts = list(self._goals.values())
+        for ctx in contexts:
+            ctx.request_stop(ErrorCode.INTERNAL_ERROR, message)
+
+    def _on_context_shutdown(self) -> None:
+        # rclpy is shutting down (Ctrl-C, SIGTERM): end the goals now, so that no execute
+        # callback keeps the executor's threads busy until its time limit
+        self._shutting_down = True
+        self.stop_all_goals()
+
+    def destroy_node(self, worker_timeout: float = 10.0) -> None:
+        """Stop the goals and the planning thread (waiting up to ``worker_timeout`` s: the
+        process must not exit while numba compiles in that thread), then destroy the action
+        server and the node."""
+        self._shutting_down = True
+        self.stop_all_goals()
+        self._jobs.put(None)  # the worker exits after its current job
+        if self._worker.is_alive() and threading.current_thread() is not self._worker:
+            self._worker.join(worker_timeout)
+            if self._worker.is_alive():
+                self.get_logger().warning(
+                    f"the planning thread is still busy after {worker_timeout:g} s "
+                    "(compiling?); destroying the node anyway")
+        with contextlib.suppress(Exception):
+            self._action_server.destroy()
+        super().destroy_node()
+
+
+def main(args: Optional[list[str]] = None) -> int:
+    """``planner`` console script: run the node until Ctrl-C / SIGTERM."""
+    from .bringup import run_nodes
+
+    return run_nodes(lambda: [PlannerNode()], args=args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

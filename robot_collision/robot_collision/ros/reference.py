@@ -1,0 +1,194 @@
+"""Generate the node reference (topics, services, actions, parameters) from the nodes themselves.
+
+Each node of :data:`~robot_collision.ros.bringup.NODE_REGISTRY` is started in-process on the
+default robot; its declared parameters (with their descriptors and defaults) and its
+publishers, subscriptions, services and action servers are read back through rclpy's graph
+API and rendered as Markdown. The README's reference section is this output, so the code is
+the single source::
+
+    python -m robot_collision.ros.reference            # print the Markdown
+    python -m robot_collision.ros.reference --write    # update README.md between the markers
+    python -m robot_collision.ros.reference --check    # exit 1 if README.md is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["node_reference", "render_markdown", "main"]
+
+BEGIN = "<!-- REFERENCE:BEGIN -->"
+END = "<!-- REFERENCE:END -->"
+
+# internal topics/services every rclpy node has; not part of the product's interface
+_HIDDEN_SUFFIXES = (
+    "/describe_parameters",
+    "/get_parameter_types",
+    "/get_parameters",
+    "/list_parameters",
+    "/set_parameters",
+    "/set_parameters_atomically",
+    "/get_type_description",
+)
+_HIDDEN_TOPICS = ("/rosout", "/parameter_events")
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, str):
+        return f'`"{value}"`' if value else '`""`'
+    if isinstance(value, (list, tuple)):
+        return "`[" + ", ".join(str(v) for v in value) + "]`" if value else "`[]`"
+    return f"`{value}`"
+
+
+def _action_names(names_and_types: list[tuple[str, list[str]]]) -> dict[str, str]:
+    """Action servers show up as ``<name>/_action/...`` services; fold them back."""
+    out: dict[str, str] = {}
+    for name, types in names_and_types:
+        if "/_action/send_goal" in name:
+            base = name.split("/_action/")[0]
+            out[base] = types[0].replace("_SendGoal", "")
+    return out
+
+
+def node_reference(name: str, class_path: str, context: Any, executor: Any) -> dict[str, Any]:
+    """Start one node and collect its interface."""
+    import importlib
+
+    module, cls_name = class_path.split(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    from robot_collision import default_robot_paths
+
+    urdf, srdf = default_robot_paths()
+    from rclpy.parameter import Parameter
+
+    overrides = [
+        Parameter("urdf_path", value=str(urdf)),
+        Parameter("srdf_path", value=str(srdf)),
+    ]
+    node = cls(context=context, parameter_overrides=overrides)
+    executor.add_node(node)
+    try:
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        fqn_ns = node.get_namespace()
+        nname = node.get_name()
+        pubs = node.get_publisher_names_and_types_by_node(nname, fqn_ns)
+        subs = node.get_subscriber_names_and_types_by_node(nname, fqn_ns)
+        srvs = node.get_service_names_and_types_by_node(nname, fqn_ns)
+        actions = _action_names(srvs)
+        params = []
+        for pname in sorted(node.list_parameters([], 0).names):
+            if pname in ("use_sim_time", "start_type_description_service") or pname.startswith(
+                "qos_overrides."
+            ):
+                continue
+            descriptor = node.describe_parameter(pname)
+            value = node.get_parameter(pname).value
+            if pname in ("urdf_path", "srdf_path"):
+                value = ""
+            params.append((pname, value, descriptor.description.replace("\n", " ")))
+        return {
+            "name": nname,
+            "doc": (sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0],
+            "publishers": sorted(
+                (n, t[0]) for n, t in pubs if n not in _HIDDEN_TOPICS and "/_action/" not in n
+            ),
+            "subscriptions": sorted(
+                (n, t[0]) for n, t in subs if n not in _HIDDEN_TOPICS and "/_action/" not in n
+            ),
+            "services": sorted(
+                (n, t[0])
+                for n, t in srvs
+                if not n.endswith(_HIDDEN_SUFFIXES) and "/_action/" not in n
+            ),
+            "actions": sorted(actions.items()),
+            "parameters": params,
+        }
+    finally:
+        executor.remove_node(node)
+        node.destroy_node()
+
+
+def render_markdown(refs: list[dict[str, Any]]) -> str:
+    lines = [
+        "## Node reference",
+        "",
+        "Generated from the nodes themselves by `python -m robot_collision.ros.reference "
+        "--write` (each node started on the default robot; defaults shown are the code's, "
+        "`config/robot_collision.yaml` overrides some of them).",
+    ]
+    for ref in refs:
+        lines += ["", f"### `{ref['name']}`", "", ref["doc"], ""]
+        rows = []
+        for kind, key in (
+            ("publishes", "publishers"),
+            ("subscribes", "subscriptions"),
+            ("service", "services"),
+            ("action", "actions"),
+        ):
+            rows += [f"| {kind} | `{n}` | `{t}` |" for n, t in ref[key]]
+        if rows:
+            lines += ["| interface | name | type |", "| --- | --- | --- |", *rows, ""]
+        if ref["parameters"]:
+            lines += ["| parameter | default | description |", "| --- | --- | --- |"]
+            lines += [
+                f"| `{p}` | {_fmt_value(v)} | {d.replace('|', '/')} |"
+                for p, v, d in ref["parameters"]
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def generate() -> str:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from .bringup import NODE_REGISTRY
+
+    context = rclpy.Context()
+    rclpy.init(context=context, args=[])
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        refs = [node_reference(n, p, context, executor) for n, p in NODE_REGISTRY.items()]
+    finally:
+        context.try_shutdown()
+        executor.shutdown()
+    return render_markdown(refs)
+
+
+def _splice(readme: str, block: str) -> str:
+    head, _, rest = readme.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    return f"{head}{BEGIN}\n{block}{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="update README.md in place")
+    ap.add_argument("--check", action="store_true", help="fail if README.md is out of date")
+    ap.add_argument("--readme", default=str(Path(__file__).resolve().parents[3] / "README.md"))
+    args = ap.parse_args(argv)
+    block = generate()
+    if not (args.write or args.check):
+        print(block)
+        return 0
+    path = Path(args.readme)
+    readme = path.read_text(encoding="utf-8")
+    new = _splice(readme, block)
+    if args.check:
+        if new != readme:
+            print("README.md node reference is out of date: run "
+                  "`python -m robot_collision.ros.reference --write`")
+            return 1
+        return 0
+    path.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,342 @@
+"""Robot model loading shared by the robot_collision nodes.
+
+:class:`RobotLoader` declares the robot parameters on a node and builds the
+:class:`~robot_collision.model.robot_model.RobotModel` from the first source that is set:
+
+1. parameter ``robot_description`` (URDF XML, as launch files pass it), else
+2. parameter ``urdf_path`` (file path or ``package://pkg/path``), else
+3. the ``robot_description`` topic (``std_msgs/String``, reliable + transient-local QoS, as
+   ``robot_state_publisher`` publishes it); the node waits for it.
+
+The SRDF (optional) comes from ``robot_description_semantic`` (XML), else ``srdf_path``, else the
+``robot_description_semantic`` topic (as MoveIt's move_group publishes it).
+
+Errors never stop the node: a malformed description is logged with the parser's reason and the
+previous model (if any) stays in use. A new description on the topic, or a parameter change,
+is tried again; a parameter change that does not load is rejected with the reason. A bad SRDF
+with a good URDF is logged and the URDF is used alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import RobotCollisionError
+from ..model.robot_model import RobotModel
+from .world import resolve_resource_path
+
+__all__ = ["RobotLoader", "build_robot_model", "ROBOT_PARAMETERS"]
+
+ROBOT_PARAMETERS = (
+    "robot_description",
+    "robot_description_semantic",
+    "urdf_path",
+    "srdf_path",
+    "package_dirs",
+)
+
+
+def _read_source(value: str, what: str) -> str:
+    """XML text or a path (``package://`` allowed) to pass to the core parser."""
+    text = value.strip()
+    if text.startswith("<"):
+        return value
+    return str(resolve_resource_path(text))
+
+
+def build_robot_model(
+    urdf: str,
+    srdf: str = "",
+    package_dirs: Sequence[str] = (),
+) -> tuple[RobotModel, Optional[str]]:
+    """(model, SRDF error or None) from URDF and SRDF, each XML text or a path.
+
+    Raises :class:`~robot_collision.errors.RobotCollisionError` when the URDF does not load. A
+    failing SRDF does not raise: the model is built without it and the error text is returned.
+    """
+    if not urdf.strip():
+        raise RobotCollisionError("the robot description is empty")
+    dirs = [str(d) for d in package_dirs if str(d).strip()] or None
+    try:
+        model = RobotModel.from_urdf(_read_source(urdf, "URDF"), package_dirs=dirs)
+    except RobotCollisionError:
+        raise
+    except Exception as exc:
+        raise RobotCollisionError(f"cannot load the URDF: {type(exc).__name__}: {exc}") from exc
+    if not srdf.strip():
+        return model, None
+    try:
+        with_srdf = RobotModel.from_urdf(
+            _read_source(urdf, "URDF"), srdf=_read_source(srdf, "SRDF"), package_dirs=dirs
+        )
+    except Exception as exc:
+        return model, f"{type(exc).__name__}: {exc}"
+    return with_srdf, None
+
+
+class RobotLoader:
+    """Declares the robot parameters on ``node`` and delivers each loaded model to ``on_model``.
+
+    ``on_model(model, source)`` is called from the thread that loaded the model (the
+    constructor's caller in :meth:`start`, a parameter service thread or a topic callback);
+    ``source`` says where the model came from. Call :meth:`start` once the node is ready to
+    receive a model. ``callback_group`` is used for the description subscriptions.
+    """
+
+    def __init__(
+        self,
+        node: Any,
+        on_model: Callable[[RobotModel, str], None],
+        callback_group: Any = None,
+    ) -> None:
+        from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
+            ParameterDescriptor,
+        )
+
+        self._node = node
+        self._on_model = on_model
+        self._callback_group = callback_group
+        self._lock = threading.RLock()
+        self.model: Optional[RobotModel] = None
+        self.source = ""
+        self._from_parameters = False
+        self._topic_urdf = ""
+        self._topic_srdf = ""
+        self._subs: list[Any] = []
+        self._wait_timer: Any = None
+        self._started = False
+
+        def desc(text: str, read_only: bool = False) -> Any:
+            # dynamic typing: a mistyped value in a parameter file must not abort the node
+            return ParameterDescriptor(description=text, read_only=read_only, dynamic_typing=True)
+
+        node.declare_parameter(
+            "robot_description", "",
+            desc("Robot URDF as XML text (first choice of robot source; empty = unused)."),
+        )
+        node.declare_parameter(
+            "urdf_path", "",
+            desc("URDF file path or package://pkg/path, used when robot_description is empty."),
+        )
+        node.declare_parameter(
+            "robot_description_semantic", "",
+            desc("Robot SRDF as XML text (disabled collision pairs, groups); optional."),
+        )
+        node.declare_parameter(
+            "srdf_path", "",
+            desc("SRDF file path or package://pkg/path, used when robot_description_semantic "
+                 "is empty; optional."),
+        )
+        node.declare_parameter(
+            "package_dirs", [],
+            desc("Extra folders that contain packages, to resolve package:// mesh URIs "
+                 "without the ament index."),
+        )
+        node.declare_parameter(
+            "robot_description_topic", "robot_description",
+            desc("Topic (std_msgs/String, transient local) to wait on for the URDF when neither "
+                 "robot_description nor urdf_path is set, and for the SRDF on the same name + "
+                 "'_semantic'; empty = do not subscribe.", read_only=True),
+        )
+        node.add_on_set_parameters_callback(self._on_set_parameters)
+
+    # ------------------------------------------------------------------ parameters
+    def _param(self, name: str, default: Any = "") -> Any:
+        try:
+            value = self._node.get_parameter(name).value
+        except Exception:
+            return default
+        return default if value is None else value
+
+    def _values(self, overrides: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        vals = {n: self._param(n, [] if n == "package_dirs" else "") for n in ROBOT_PARAMETERS}
+        if overrides:
+            vals.update({k: v for k, v in overrides.items() if k in vals})
+        for k, v in vals.items():
+            if k == "package_dirs":
+                vals[k] = [str(d) for d in v] if isinstance(v, (list, tuple)) else []
+            else:
+                vals[k] = "" if v is None else str(v)
+        return vals
+
+    @staticmethod
+    def _param_urdf(vals: dict[str, Any]) -> tuple[str, str]:
+        if str(vals["robot_description"]).strip():
+            return str(vals["robot_description"]), "parameter robot_description"
+        if str(vals["urdf_path"]).strip():
+            return str(vals["urdf_path"]), f"urdf_path {vals['urdf_path']!r}"
+        return "", ""
+
+    def _srdf_for(self, vals: dict[str, Any]) -> tuple[str, str]:
+        if str(vals["robot_description_semantic"]).strip():
+            return str(vals["robot_description_semantic"]), "parameter robot_description_semantic"
+        if str(vals["srdf_path"]).strip():
+            return str(vals["srdf_path"]), f"srdf_path {vals['srdf_path']!r}"
+        if self._topic_srdf:
+            return self._topic_srdf, "topic robot_description_semantic"
+        return "", ""
+
+    def _on_set_parameters(self, params: list[Any]) -> Any:
+        from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
+            SetParametersResult,
+        )
+
+        changed = {p.name: p.value for p in params if p.name in ROBOT_PARAMETERS}
+        if not changed:
+            return SetParametersResult(successful=True)
+        if not self._started:
+            return SetParametersResult(successful=True)  # start() reads the values
+        vals = self._values(changed)
+        urdf, source = self._param_urdf(vals)
+        from_parameters = bool(urdf)
+        if not urdf and self._topic_urdf:
+            urdf, source = self._topic_urdf, "topic robot_description"
+        if not urdf:
+            with self._lock:
+                self._from_parameters = False
+            self._node.get_logger().info(
+                "no robot source in the parameters: keeping the current model; a description "
+                "on the robot_description topic will replace it"
+            )
+            return SetParametersResult(successful=True)
+        try:
+            self._load(urdf, source, vals, from_parameters=from_parameters, raise_errors=True)
+        except RobotCollisionError as exc:
+            return SetParametersResult(successful=False, reason=f"robot not loaded: {exc}")
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ loading
+    def start(self) -> Optional[RobotModel]:
+        """Load from the parameters now; otherwise (or on error) wait for the topic."""
+        self._started = True
+        vals = self._values()
+        urdf, source = self._param_urdf(vals)
+        if urdf:
+            self._load(urdf, source, vals, from_parameters=True, raise_errors=False)
+        self._subscribe()
+        if self.model is None:
+            self._start_wait_reminder()
+        return self.model
+
+    def _subscribe(self) -> None:
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+
+        topic = str(self._param("robot_description_topic", "robot_description")).strip()
+        if not topic or self._subs:
+            return
+        qos = QoSProfile(
+            depth=1,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )
+        self._subs.append(self._node.create_subscription(
+            String, topic, self._on_description, qos, callback_group=self._callback_group))
+        self._subs.append(self._node.create_subscription(
+            String, topic + "_semantic", self._on_semantic, qos,
+            callback_group=self._callback_group))
+
+    def _start_wait_reminder(self) -> None:
+        topic = self._subs[0].topic_name if self._subs else None
+
+        def remind() -> None:
+            if self.model is not None:
+                self._stop_wait_reminder()
+                return
+            where = f"publish it on {topic} or " if topic else ""
+            self._node.get_logger().warning(
+                f"no robot model yet: {where}set the robot_description or urdf_path parameter"
+            )
+
+        if topic:
+            self._node.get_logger().info(f"waiting for the robot description on {topic}")
+        self._wait_timer = self._node.create_timer(
+            5.0, remind, callback_group=self._callback_group)
+
+    def _stop_wait_reminder(self) -> None:
+        """Destroy the reminder timer (a destroyed timer leaves the executor's wait set)."""
+        timer, self._wait_timer = self._wait_timer, None
+        if timer is not None:
+            self._node.destroy_timer(timer)
+
+    def _load(
+        self, urdf: str, source: str, vals: dict[str, Any], from_parameters: bool,
+        raise_errors: bool,
+    ) -> None:
+        srdf, srdf_source = self._srdf_for(vals)
+        log = self._node.get_logger()
+        try:
+            model, srdf_error = build_robot_model(urdf, srdf, list(vals["package_dirs"] or []))
+        except RobotCollisionError as exc:
+            keep = "keeping the previous model" if self.model is not None else "no robot model yet"
+            log.error(f"cannot load the robot from {source}: {exc} ({keep})")
+            if raise_errors:
+                raise
+            return
+        if srdf_error:
+            log.error(
+                f"cannot load the SRDF from {srdf_source}: {srdf_error}; using the URDF without "
+                "SRDF (no disabled collision pairs)"
+            )
+            srdf_source = ""
+        full_source = source + (f" + {srdf_source}" if srdf_source else "")
+        with self._lock:
+            self.model = model
+            self.source = full_source
+            self._from_parameters = from_parameters
+        log.info(
+            f"robot {model.name!r} loaded from {full_source}: {model.num_joints} joints, "
+            f"{model.num_bodies} bodies, base {model.base_name!r}"
+        )
+        self._stop_wait_reminder()
+        try:
+            self._on_model(model, full_source)
+        except Exception as exc:
+            log.error(f"the node could not use the new robot model: {type(exc).__name__}: {exc}")
+            if raise_errors:
+                raise RobotCollisionError(str(exc)) from exc
+
+    def _on_description(self, msg: Any) -> None:
+        try:
+            text = str(msg.data)
+            if self._from_parameters:
+                self._node.get_logger().info(
+                    "ignoring the robot_description topic: the robot comes from parameters",
+                    once=True,
+                )
+                return
+            if text == self._topic_urdf and self.model is not None:
+                return
+            self._topic_urdf = text
+            self._load(text, "topic robot_description", self._values(), False, False)
+        except Exception as exc:
+            self._node.get_logger().error(f"robot_description callback failed: {exc}")
+
+    def _on_semantic(self, msg: Any) -> None:
+        try:
+            text = str(msg.data)
+            if text == self._topic_srdf:
+                return
+            self._topic_srdf = text
+            vals = self._values()
+            if str(vals["robot_description_semantic"]).strip() or str(vals["srdf_path"]).strip():
+                return  # the SRDF parameters win
+            if self._from_parameters:
+                urdf, source = self._param_urdf(vals)
+            else:
+                urdf, source = self._topic_urdf, "topic robot_description"
+            if urdf:
+                self._load(urdf, source, vals, self._from_parameters, False)
+        except Exception as exc:
+            self._node.get_logger().error(f"robot_description_semantic callback failed: {exc}")
+
+    @staticmethod
+    def default_paths() -> tuple[Path, Optional[Path]]:
+        """(URDF, SRDF or None) of the package's default arm."""
+        from .. import default_robot_paths
+
+        urdf, srdf = default_robot_paths()
+        return urdf, (srdf if srdf.is_file() else None)

@@ -1,0 +1,522 @@
+"""A thread-safe registry of world (environment) objects, shared by the ROS nodes.
+
+:class:`WorldModel` keeps named objects, each a frame pose in the robot base frame plus one or
+more shapes placed relative to it. Objects are added, appended to, moved and removed by id (from
+messages through :meth:`WorldModel.apply`, or directly), and loaded from a YAML world file.
+:meth:`WorldModel.objects` returns the core :class:`~robot_collision.geometry.shapes.WorldObject`
+list to
+hand to the checker; it is rebuilt only when the world changes (``version`` counts changes), so
+consecutive calls return the very same objects and the checker's per-world cache stays valid.
+
+World file (YAML)::
+
+    frame_id: base_link        # optional; objects are always in the robot base frame
+    objects:
+      - id: table                          # unique, non-empty
+        type: box                          # box | sphere | cylinder | capsule | mesh
+        dimensions: [0.8, 1.2, 0.05]       # box: [x, y, z] full side lengths (m)
+        position: [0.75, 0.0, -0.025]      # m, default [0, 0, 0]
+        orientation_rpy: [0.0, 0.0, 0.0]   # rad (URDF roll-pitch-yaw), or:
+        # orientation_quat_xyzw: [0, 0, 0, 1]
+      - {id: ball, type: sphere, dimensions: [0.1], position: [0.5, 0.3, 0.4]}
+      - {id: post, type: cylinder, dimensions: [0.05, 0.8]}   # [radius, length] along local z
+      - {id: bar, type: capsule, dimensions: [0.03, 0.5]}     # segment length; caps beyond it
+      - id: wedge
+        type: mesh                         # convex hull of the vertices, or of a file's:
+        vertices: [[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2]]
+        # file: meshes/wedge.stl           # STL/OBJ, relative to the world file
+        scale: 1.0
+
+Instead of ``dimensions`` an object may give named sizes: ``size: [x, y, z]`` (box),
+``radius`` (sphere, cylinder, capsule) and ``length`` (cylinder, capsule). The top level may also
+be the bare list of objects. File paths may be absolute, relative to the world file, or
+``package://<package>/<path>`` (see :func:`resolve_resource_path`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ConfigurationError, RobotCollisionError, UnknownNameError
+from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
+from ..geometry.transforms import pose_from_position_quat, pose_from_xyz_rpy
+from .conversions import (
+    ADD,
+    APPEND,
+    MOVE,
+    REMOVE,
+    WorldUpdate,
+    collision_object_to_update,
+    world_update_from_msg,
+)
+
+__all__ = [
+    "WorldConfigError",
+    "WorldEntry",
+    "WorldModel",
+    "load_world_file",
+    "parse_world_config",
+    "resolve_resource_path",
+]
+
+_OBJECT_KEYS = {
+    "id", "type", "dimensions", "size", "radius", "length", "vertices", "file", "scale",
+    "position", "orientation_rpy", "orientation_quat_xyzw",
+}
+
+
+class WorldConfigError(ConfigurationError):
+    """A world file or world update is invalid (the message names the object and the field)."""
+
+
+def resolve_resource_path(
+    path: Union[str, os.PathLike[str]], base_dir: Optional[Path] = None
+) -> Path:
+    """Resolve ``package://pkg/rel``, ``file://``, absolute or relative paths to a file path.
+
+    ``package://robot_collision/...`` resolves to this package's own files (source tree or
+    installed share folder); other packages through the ament index. Relative paths are tried
+    against ``base_dir``, then the working directory, then this package's files.
+    """
+    text = os.fspath(path)
+    if text.startswith("package://"):
+        pkg, _, rel = text[len("package://"):].partition("/")
+        if pkg == "robot_collision":
+            from .. import data_path
+
+            return data_path(*Path(rel).parts)
+        try:
+            from ament_index_python.packages import (  # type: ignore[import-not-found,unused-ignore]
+                get_package_share_directory,
+            )
+
+            return Path(get_package_share_directory(pkg)) / rel
+        except Exception as exc:
+            raise WorldConfigError(
+                f"cannot resolve {text!r}: package {pkg!r} not found in the ament index ({exc})"
+            ) from None
+    if text.startswith("file://"):
+        return Path(text[len("file://"):])
+    p = Path(text).expanduser()
+    if p.is_absolute():
+        return p
+    candidates = ([base_dir / p] if base_dir is not None else []) + [Path.cwd() / p]
+    for cand in candidates:
+        if cand.exists():
+            return cand
+    from .. import data_path
+
+    packaged = data_path(*p.parts)
+    return packaged if packaged.exists() else candidates[0]
+
+
+@dataclass(frozen=True)
+class WorldEntry:
+    """One named object: ``pose`` (4, 4) in the base frame and shapes relative to it."""
+
+    object_id: str
+    pose: NDArray[np.float64]
+    shapes: tuple[tuple[Shape, NDArray[np.float64]], ...]
+
+    def world_objects(self) -> list[WorldObject]:
+        multi = len(self.shapes) > 1
+        return [
+            WorldObject(s, self.pose @ local, f"{self.object_id}#{k}" if multi else self.object_id)
+            for k, (s, local) in enumerate(self.shapes)
+        ]
+
+
+def _as_pose(pose: Optional[ArrayLike], what: str) -> NDArray[np.float64]:
+    T = np.eye(4) if pose is None else np.array(pose, dtype=float)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise WorldConfigError(f"{what} must be a finite (4, 4) homogeneous transform")
+    R = T[:3, :3]
+    if not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+        raise WorldConfigError(f"{what} rotation must be orthonormal and right-handed")
+    return T
+
+
+class WorldModel:
+    """Thread-safe registry of named world objects (see the module docstring).
+
+    ``frame_ids``: frame names accepted in message headers besides the empty string (normally
+    the robot base frame); updates in any other frame are refused, as there is no tf here.
+    """
+
+    def __init__(self, frame_ids: Iterable[str] = ()) -> None:
+        self._lock = threading.RLock()
+        self._entries: dict[str, WorldEntry] = {}
+        self._version = 0
+        self._cache_version = -1
+        self._cache: tuple[WorldObject, ...] = ()
+        self._frames: frozenset[str] = frozenset(f for f in frame_ids if f)
+        self._file_ids: list[str] = []  # objects added by the world file (use_file)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def version(self) -> int:
+        """Incremented by every change."""
+        return self._version
+
+    @property
+    def frame_ids(self) -> frozenset[str]:
+        return self._frames
+
+    def set_frame_ids(self, frame_ids: Iterable[str]) -> None:
+        """Replace the accepted header frames (the empty frame is always accepted)."""
+        self._frames = frozenset(f for f in frame_ids if f)
+
+    def ids(self) -> list[str]:
+        """Object ids in insertion order."""
+        with self._lock:
+            return list(self._entries)
+
+    def get(self, object_id: str) -> WorldEntry:
+        with self._lock:
+            try:
+                return self._entries[object_id]
+            except KeyError:
+                raise UnknownNameError(
+                    f"no world object {object_id!r}; objects: {', '.join(self._entries) or 'none'}"
+                ) from None
+
+    def __contains__(self, object_id: object) -> bool:
+        with self._lock:
+            return object_id in self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def snapshot(self) -> tuple[int, tuple[WorldObject, ...]]:
+        """(version, core world objects) taken atomically."""
+        with self._lock:
+            if self._cache_version != self._version:
+                objs: list[WorldObject] = []
+                for e in self._entries.values():
+                    objs.extend(e.world_objects())
+                self._cache = tuple(objs)
+                self._cache_version = self._version
+            return self._version, self._cache
+
+    def objects(self) -> tuple[WorldObject, ...]:
+        """Core world objects (the same tuple until the world changes)."""
+        return self.snapshot()[1]
+
+    # ------------------------------------------------------------------ changes
+    def _changed(self) -> None:
+        self._version += 1
+
+    @staticmethod
+    def _check_id(object_id: str) -> str:
+        if not isinstance(object_id, str) or not object_id.strip():
+            raise WorldConfigError(f"world object id must be a non-empty string, got {object_id!r}")
+        return object_id
+
+    @staticmethod
+    def _shape_list(
+        shapes: Union[Shape, WorldObject, Sequence[Any]], what: str
+    ) -> tuple[tuple[Shape, NDArray[np.float64]], ...]:
+        if isinstance(shapes, (Shape, WorldObject)):
+            shapes = [shapes]
+        out: list[tuple[Shape, NDArray[np.float64]]] = []
+        for k, item in enumerate(shapes):
+            if isinstance(item, Shape):
+                out.append((item, np.eye(4)))
+            elif isinstance(item, WorldObject):
+                out.append((item.shape, item.pose))
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Shape):
+                out.append((item[0], _as_pose(item[1], f"{what} shape {k} pose")))
+            else:
+                raise WorldConfigError(
+                    f"{what}: shape {k} must be a Shape, a WorldObject or (Shape, pose), "
+                    f"got {type(item).__name__}"
+                )
+        if not out:
+            raise WorldConfigError(f"{what} has no shapes")
+        return tuple(out)
+
+    def add(
+        self,
+        object_id: str,
+        shapes: Union[Shape, WorldObject, Sequence[Any]],
+        pose: Optional[ArrayLike] = None,
+    ) -> None:
+        """Add (or replace) ``object_id``: shapes relative to ``pose`` (identity by default).
+
+        ``shapes`` is a :class:`Shape`, a core :class:`WorldObject` (its pose is then relative
+        to ``pose``), or a list of those or of ``(Shape, (4, 4) pose)`` tuples.
+        """
+        self._check_id(object_id)
+        what = f"world object {object_id!r}"
+        entry = WorldEntry(
+            object_id, _as_pose(pose, f"{what} pose"), self._shape_list(shapes, what)
+        )
+        with self._lock:
+            self._entries[object_id] = entry
+            self._changed()
+
+    def add_object(self, obj: WorldObject) -> None:
+        """Add (or replace) a core world object under its own name."""
+        self.add(obj.name, [(obj.shape, np.eye(4))], obj.pose)
+
+    def append(
+        self,
+        object_id: str,
+        shapes: Union[Shape, WorldObject, Sequence[Any]],
+        pose: Optional[ArrayLike] = None,
+    ) -> None:
+        """Add shapes (relative to the object's frame) to ``object_id``; creates it if absent
+        (at ``pose``, identity by default)."""
+        self._check_id(object_id)
+        what = f"world object {object_id!r}"
+        extra = self._shape_list(shapes, what)
+        with self._lock:
+            old = self._entries.get(object_id)
+            if old is None:
+                self._entries[object_id] = WorldEntry(object_id, _as_pose(pose, what), extra)
+            else:
+                self._entries[object_id] = WorldEntry(object_id, old.pose, old.shapes + extra)
+            self._changed()
+
+    def move(self, object_id: str, pose: ArrayLike) -> None:
+        """Set the pose of an existing object (its shapes keep their relative poses)."""
+        T = _as_pose(pose, f"world object {object_id!r} pose")
+        with self._lock:
+            old = self.get(object_id)
+            self._entries[object_id] = WorldEntry(object_id, T, old.shapes)
+            self._changed()
+
+    def remove(self, object_id: str) -> bool:
+        """Remove ``object_id``; False when there was no such object."""
+        with self._lock:
+            if self._entries.pop(object_id, None) is None:
+                return False
+            self._changed()
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            if self._entries:
+                self._entries.clear()
+                self._changed()
+
+    def replace_all(self, entries: Mapping[str, tuple[Any, Optional[ArrayLike]]]) -> None:
+        """Atomically replace the whole world by ``{id: (shapes, pose)}``."""
+        new: dict[str, WorldEntry] = {}
+        for object_id, (shapes, pose) in entries.items():
+            self._check_id(object_id)
+            what = f"world object {object_id!r}"
+            new[object_id] = WorldEntry(
+                object_id, _as_pose(pose, f"{what} pose"), self._shape_list(shapes, what)
+            )
+        with self._lock:
+            self._entries = new
+            self._changed()
+
+    # ------------------------------------------------------------------ messages
+    def apply(self, update: WorldUpdate) -> str:
+        """Apply a :class:`WorldUpdate`; returns a one-line description of what changed.
+
+        Raises :class:`WorldConfigError` (frame not accepted, MOVE of an unknown object, bad
+        pose) and leaves the world unchanged on error.
+        """
+        if update.frame_id and update.frame_id.lstrip("/") not in self._frames:
+            accepted = ", ".join(sorted(self._frames)) or "the robot base frame"
+            raise WorldConfigError(
+                f"world object {update.object_id!r} is in frame {update.frame_id!r}; only "
+                f"{accepted} (or an empty frame_id) is accepted, as no tf transform is applied"
+            )
+        oid = update.object_id
+        if update.operation == REMOVE:
+            if not oid:
+                n = len(self)
+                self.clear()
+                return f"removed all {n} world objects"
+            return f"removed {oid!r}" if self.remove(oid) else f"{oid!r} was not in the world"
+        if update.operation == MOVE:
+            if update.pose is None:
+                raise WorldConfigError(f"MOVE of {oid!r} needs a pose")
+            try:
+                self.move(oid, update.pose)
+            except UnknownNameError as exc:
+                raise WorldConfigError(f"cannot MOVE: {exc}") from None
+            return f"moved {oid!r}"
+        if update.operation == ADD:
+            self.add(oid, list(update.shapes), update.pose)
+            return f"added {oid!r} ({len(update.shapes)} shape(s))"
+        if update.operation == APPEND:
+            self.append(oid, list(update.shapes), update.pose)
+            return f"appended {len(update.shapes)} shape(s) to {oid!r}"
+        raise WorldConfigError(f"unknown world update operation {update.operation!r}")
+
+    def apply_msg(self, msg: Any) -> str:
+        """Apply a ``robot_collision_interfaces/WorldObject`` message."""
+        return self.apply(world_update_from_msg(msg))
+
+    def apply_collision_object(self, msg: Any) -> str:
+        """Apply a ``moveit_msgs/CollisionObject`` (or an object with the same fields)."""
+        return self.apply(collision_object_to_update(msg))
+
+    # ------------------------------------------------------------------ files
+    def use_file(self, path: Union[str, os.PathLike[str]]) -> list[str]:
+        """Make ``path`` the world file: its objects replace the objects the previous world file
+        added (and objects with the same ids); an empty path only removes them. Returns the ids
+        loaded. All-or-nothing: a file that cannot be loaded changes nothing (and raises)."""
+        loaded = load_world_file(path) if str(path) else []
+        with self._lock:
+            for oid in self._file_ids:
+                self._entries.pop(oid, None)
+            for e in loaded:
+                self._entries[e.object_id] = e
+            self._file_ids = [e.object_id for e in loaded]
+            self._changed()
+            return list(self._file_ids)
+
+
+# --------------------------------------------------------------------------- world files
+def _numbers(value: Any, count: Optional[int], what: str) -> list[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise WorldConfigError(f"{what} must be a list of numbers, got {value!r}")
+    try:
+        out = [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise WorldConfigError(f"{what} must be a list of numbers, got {value!r}") from None
+    if count is not None and len(out) != count:
+        raise WorldConfigError(f"{what} must have {count} numbers, got {len(out)}: {value!r}")
+    if not all(math.isfinite(v) for v in out):
+        raise WorldConfigError(f"{what} must be finite, got {value!r}")
+    return out
+
+
+def _object_shape(spec: Mapping[str, Any], what: str, base_dir: Optional[Path]) -> Shape:
+    kind = str(spec.get("type", "")).strip().lower()
+    dims = spec.get("dimensions")
+
+    def sizes(names: Sequence[str], fallback_keys: Sequence[str]) -> list[float]:
+        if dims is not None:
+            return _numbers(dims, len(names), f"{what} dimensions [{', '.join(names)}]")
+        vals = []
+        for key in fallback_keys:
+            if key not in spec:
+                raise WorldConfigError(
+                    f"{what} ({kind}) needs dimensions [{', '.join(names)}] or "
+                    f"{' and '.join(fallback_keys)}"
+                )
+            vals.extend(_numbers(spec[key], None, f"{what} {key}"))
+        if len(vals) != len(names):
+            raise WorldConfigError(f"{what} ({kind}) needs {len(names)} sizes ({', '.join(names)})")
+        return vals
+
+    if kind == "box":
+        return Box(*sizes(["x", "y", "z"], ["size"]))
+    if kind == "sphere":
+        return Sphere(*sizes(["radius"], ["radius"]))
+    if kind == "cylinder":
+        r, length = sizes(["radius", "length"], ["radius", "length"])
+        return Cylinder(r, length)
+    if kind == "capsule":
+        r, length = sizes(["radius", "length"], ["radius", "length"])
+        return Capsule(r, length)
+    if kind == "mesh":
+        scale = spec.get("scale", 1.0)
+        scale_v: Union[float, list[float]] = (
+            _numbers(scale, None, f"{what} scale") if isinstance(scale, (list, tuple))
+            else _numbers(scale, 1, f"{what} scale")[0]
+        )
+        if ("vertices" in spec) == ("file" in spec):
+            raise WorldConfigError(f"{what} (mesh) needs exactly one of 'vertices' or 'file'")
+        if "vertices" in spec:
+            verts = spec["vertices"]
+            if not isinstance(verts, (list, tuple)):
+                raise WorldConfigError(f"{what} vertices must be a list of [x, y, z]")
+            pts = [_numbers(v, 3, f"{what} vertices[{k}]") for k, v in enumerate(verts)]
+            return Mesh(np.asarray(pts, dtype=float).reshape(-1, 3), scale_v)
+        return Mesh(resolve_resource_path(str(spec["file"]), base_dir), scale_v)
+    raise WorldConfigError(
+        f"{what} has type {spec.get('type')!r}; use box, sphere, cylinder, capsule or mesh"
+    )
+
+
+def _object_pose(spec: Mapping[str, Any], what: str) -> NDArray[np.float64]:
+    xyz = _numbers(spec.get("position", [0.0, 0.0, 0.0]), 3, f"{what} position")
+    if "orientation_rpy" in spec and "orientation_quat_xyzw" in spec:
+        raise WorldConfigError(f"{what} gives both orientation_rpy and orientation_quat_xyzw")
+    if "orientation_quat_xyzw" in spec:
+        quat = _numbers(spec["orientation_quat_xyzw"], 4, f"{what} orientation_quat_xyzw")
+        if math.sqrt(sum(v * v for v in quat)) < 1e-9:
+            raise WorldConfigError(f"{what} orientation_quat_xyzw is zero; use [0, 0, 0, 1]")
+        return pose_from_position_quat(xyz, quat)
+    rpy = _numbers(spec.get("orientation_rpy", [0.0, 0.0, 0.0]), 3, f"{what} orientation_rpy")
+    return pose_from_xyz_rpy(xyz, rpy)
+
+
+def parse_world_config(
+    data: Any, base_dir: Optional[Path] = None, source: str = "world"
+) -> list[WorldEntry]:
+    """World entries of a parsed world file (see the module docstring for the schema)."""
+    if data is None:
+        return []
+    if isinstance(data, Mapping):
+        unknown = set(data) - {"objects", "frame_id"}
+        if unknown:
+            raise WorldConfigError(
+                f"{source}: unknown top-level keys {sorted(unknown)}; expected 'objects' "
+                "(and optionally 'frame_id')"
+            )
+        items = data.get("objects") or []
+    else:
+        items = data
+    if not isinstance(items, list):
+        raise WorldConfigError(f"{source}: 'objects' must be a list of objects")
+    entries: list[WorldEntry] = []
+    seen: set[str] = set()
+    for k, spec in enumerate(items):
+        if not isinstance(spec, Mapping):
+            raise WorldConfigError(f"{source}: objects[{k}] must be a mapping, got {spec!r}")
+        oid = spec.get("id")
+        what = f"{source}: objects[{k}] ({oid!r})"
+        if not isinstance(oid, str) or not oid.strip():
+            raise WorldConfigError(f"{what} needs a non-empty string 'id'")
+        if oid in seen:
+            raise WorldConfigError(f"{what}: id {oid!r} is used twice")
+        seen.add(oid)
+        unknown = set(spec) - _OBJECT_KEYS
+        if unknown:
+            raise WorldConfigError(f"{what} has unknown keys {sorted(unknown)}")
+        try:
+            shape = _object_shape(spec, what, base_dir)
+        except WorldConfigError:
+            raise
+        except RobotCollisionError as exc:
+            raise WorldConfigError(f"{what}: {exc}") from None
+        entries.append(WorldEntry(oid, _object_pose(spec, what), ((shape, np.eye(4)),)))
+    return entries
+
+
+def load_world_file(path: Union[str, os.PathLike[str]]) -> list[WorldEntry]:
+    """Read and validate a world file (path or ``package://`` URI)."""
+    import yaml
+
+    p = resolve_resource_path(path)
+    if not p.is_file():
+        raise WorldConfigError(f"world file {str(path)!r} does not exist (resolved to {str(p)!r})")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorldConfigError(f"cannot read world file {str(p)!r}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise WorldConfigError(f"world file {str(p)!r} is not valid YAML: {exc}") from None
+    return parse_world_config(data, p.parent, str(p))
+

@@ -1,0 +1,94 @@
+"""ament_python build script of robot_collision.
+
+Works with colcon on a ROS 2 install and with pip in a plain venv
+(`pip install -e . --no-build-isolation`). Installed data, relative to the install prefix:
+
+- share/ament_index/resource_index/packages/robot_collision (ament index marker)
+- share/robot_collision/package.xml
+- share/robot_collision/launch/*.py, share/robot_collision/config/*.yaml
+- share/robot_collision/urdf/** (the default robot models, sub-folders kept)
+"""
+
+from __future__ import annotations
+
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robot_collision"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _version() -> str:
+    """Read the version from package.xml, the single source of truth."""
+    import re
+
+    with open(os.path.join(HERE, "package.xml"), encoding="utf-8") as f:
+        match = re.search(r"<version>\s*([^<\s]+)\s*</version>", f.read())
+    if match is None:
+        raise RuntimeError("package.xml has no <version>")
+    return match.group(1)
+
+
+def _files(pattern: str) -> list[str]:
+    """Files (not folders) matching a glob relative to this directory, sorted, as relative paths."""
+    return sorted(
+        os.path.relpath(p, HERE) for p in glob(os.path.join(HERE, pattern)) if os.path.isfile(p)
+    )
+
+
+def _tree(folder: str) -> list[tuple[str, list[str]]]:
+    """data_files entries installing every file under `folder` to share/<pkg>/<folder>/..."""
+    entries: list[tuple[str, list[str]]] = []
+    root = os.path.join(HERE, folder)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__pycache__")))
+        files = sorted(
+            os.path.relpath(os.path.join(dirpath, f), HERE)
+            for f in filenames
+            if not f.startswith(".")
+        )
+        if files:
+            rel = os.path.relpath(dirpath, HERE)
+            entries.append((os.path.join("share", PACKAGE, rel), files))
+    return entries
+
+
+packages = find_packages(include=[PACKAGE, PACKAGE + ".*"])
+if PACKAGE not in packages:
+    packages.insert(0, PACKAGE)
+
+setup(
+    name=PACKAGE,
+    version=_version(),
+    description="Collision checking, a collision-avoiding velocity filter and motion planning "
+    "for robot arms, with ROS 2 nodes",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=packages,
+    package_data={PACKAGE: ["py.typed"]},
+    include_package_data=False,
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
+        ("share/" + PACKAGE, ["package.xml"]),
+        ("share/" + PACKAGE + "/launch", _files("launch/*.py")),
+        ("share/" + PACKAGE + "/config", _files("config/*.yaml")),
+        *_tree("urdf"),
+    ],
+    # Runtime dependencies come from package.xml (rosdep) on a ROS install and from
+    # requirements.txt / requirements-ros.txt in a venv; none is declared here so that pip never
+    # replaces the ROS-provided or pinned packages.
+    install_requires=[],
+    zip_safe=False,
+    entry_points={
+        "console_scripts": [
+            "collision_checker = robot_collision.ros.checker_node:main",
+            "velocity_filter = robot_collision.ros.filter_node:main",
+            "planner = robot_collision.ros.planner_node:main",
+            "mock_arm = robot_collision.ros.mock_arm:main",
+            "robot_collision_bringup = robot_collision.ros.bringup:main",
+            "robot_collision_demo = robot_collision.ros.demo:main",
+        ],
+    },
+)

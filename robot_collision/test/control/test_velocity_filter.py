@@ -1,0 +1,436 @@
+"""Guarantees of the collision-avoiding velocity filter (robot_collision.control.velocity_filter).
+
+Simulation only (no ROS): q ← q + q̇ dt at dt = 2 ms. Distances are checked after every tick with
+an independent exhaustive evaluation (``CollisionChecker.check(..., exhaustive=True).signed`` on
+a checker the filter does not use), never with the filter's own clearance table.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from robot_collision import (
+    Box,
+    CollisionChecker,
+    ConfigurationError,
+    RobotModel,
+    Sphere,
+    UnknownNameError,
+    WorldObject,
+    default_robot_paths,
+)
+from robot_collision.control.velocity_filter import FilterOptions, FilterResult, VelocityFilter
+
+ROOT = Path(__file__).resolve().parents[3]  # repository root
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import mbm  # noqa: E402
+
+DT = 0.002
+TOL = 1e-3  # the guarantee: ϕ ≥ d_s − 1 mm
+OPTS = FilterOptions()
+
+
+def _pose(x: float, y: float, z: float) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = (x, y, z)
+    return T
+
+
+# ---------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def arm() -> RobotModel:
+    urdf, srdf = default_robot_paths()
+    robot = RobotModel.from_urdf(urdf, srdf=srdf if srdf.is_file() else None)
+    # groups from the SRDF when it has them; otherwise the same split defined here
+    if "arm" not in robot.groups:
+        robot.add_group("arm", robot.joint_names)
+    if "shoulder" not in robot.groups:
+        robot.add_group("shoulder", ["joint1", "joint2"])
+    if "forearm" not in robot.groups:
+        robot.add_group("forearm", ["joint3", "joint4"])
+    if "wrist" not in robot.groups:
+        robot.add_group("wrist", ["joint5", "joint6", "joint7"])
+    return robot
+
+
+@pytest.fixture(scope="module")
+def arm_world() -> list[WorldObject]:
+    return [
+        WorldObject(Box(0.1, 1.0, 1.0), _pose(0.55, 0.0, 0.75), "wall"),
+        WorldObject(Sphere(0.1), _pose(0.0, 0.5, 1.0), "ball"),
+        WorldObject(Box(0.4, 0.4, 0.05), _pose(-0.45, -0.3, 0.6), "shelf"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def panda() -> tuple[RobotModel, list[WorldObject], np.ndarray]:
+    if not mbm.available():
+        pytest.skip("MotionBenchMaker data missing (../shared/benchmarks/panda_mbm)")
+    prob = mbm.load_problems()["problems"]["cage"][0]
+    return mbm.panda(), mbm.world_of(prob, "cage"), np.array(prob["start"], dtype=float)
+
+
+# ---------------------------------------------------------------------- helpers
+def _closest_row(checker: CollisionChecker, q: np.ndarray, world: list[WorldObject],
+                 kind: int) -> np.ndarray | None:
+    """Jacobian of the closest movable pair of ``kind`` (0 self, 1 world)."""
+    tab = checker.clearance(q, world, np.inf)
+    ok = (tab.kinds == kind) & (np.abs(tab.jacobians).max(axis=1) > 1e-6)
+    if not ok.any():
+        return None
+    k = np.flatnonzero(ok)[np.argmin(tab.distances[ok])]
+    return tab.jacobians[k]
+
+
+def _towards(J: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+    """−J scaled so the fastest joint runs at its velocity limit: straight into the pair."""
+    return -J / np.max(np.abs(J) / vmax)
+
+
+def _adversarial(robot: RobotModel, world: list[WorldObject], q0: np.ndarray, ticks: int,
+                 seed: int, filt: VelocityFilter | None = None) -> dict[str, Any]:
+    """Drive the filter with random commands and commands straight into obstacles and into
+    self-collision; check every tick against an independent exhaustive evaluation."""
+    rng = np.random.default_rng(seed)
+    if filt is None:
+        filt = VelocityFilter(CollisionChecker(robot), world=world)
+    judge = CollisionChecker(robot)  # independent of the filter's checker and its caches
+    adversary = CollisionChecker(robot)
+    vmax = np.where(np.isfinite(robot.velocity_limits), robot.velocity_limits, 2.0)
+    o = filt.options
+    q = q0.copy()
+    s0 = judge.check(q, world, exhaustive=True).signed
+    m1 = len(judge.row_names)
+    is_self = np.zeros(s0.shape, dtype=bool)
+    is_self[:, :m1] = True
+    ds = np.where(is_self, o.safety_distance_self, o.safety_distance_env)
+    floor = np.minimum(s0, ds) - TOL  # pairs starting inside d_s may not get any closer
+    low_self = low_env = np.inf
+    worst = np.inf
+    faults: dict[str, int] = {}
+    modes = ["env", "random", "self", "fold", "env+random", "self"]
+    mode, left, cmd, seg = "random", 0, np.zeros_like(q), 0
+    fold = np.zeros_like(q)
+    towards: np.ndarray | None = None
+    for t in range(ticks):
+        if left == 0:
+            mode = modes[seg % len(modes)]
+            seg += 1
+            left = int(rng.integers(100, 500))
+            cmd = rng.uniform(-vmax, vmax)
+            fold = rng.choice([-1.0, 1.0], size=q.shape) * vmax * rng.uniform(0.3, 1.0, q.shape)
+            towards = None
+        left -= 1
+        if mode == "random":
+            c = cmd
+        elif mode == "fold":  # fold every joint one way: links swing into each other
+            c = fold
+        else:
+            if towards is None or t % 5 == 0:
+                J = _closest_row(adversary, q, world, 0 if mode == "self" else 1)
+                towards = _towards(J, vmax) if J is not None else cmd
+            c = towards + (0.5 * cmd if mode == "env+random" else 0.0)
+        res = filt.filter(q, c, DT)
+        if not res.ok:
+            faults[res.fault.split(":")[0]] = faults.get(res.fault.split(":")[0], 0) + 1
+            assert not res.velocity.any()
+        q = q + res.velocity * DT
+        assert np.all(q >= robot.lower - 1e-9) and np.all(q <= robot.upper + 1e-9), (t, q)
+        s = judge.check(q, world, exhaustive=True).signed
+        bad = s < floor
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            pytest.fail(f"tick {t} ({mode}): {judge.row_names[i]} - "
+                        f"{judge.column_names(world)[j]} at {s[i, j]:.5f} m < {floor[i, j]:.5f} m")
+        worst = min(worst, float((s - np.minimum(s0, ds)).min()))
+        sf = np.where(s0 >= ds, s, np.inf)  # pairs that started outside d_s
+        low_self = min(low_self, float(sf[is_self].min()))
+        low_env = min(low_env, float(sf[~is_self].min()))
+    return {"low_self": low_self, "low_env": low_env, "worst": worst, "faults": faults, "q": q}
+
+
+# ---------------------------------------------------------------------- adversarial loops
+def test_adversarial_default_arm(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    q0 = np.array([0.0, 0.1, 0.0, 0.2, 0.0, 0.1, 0.0])
+    out = _adversarial(arm, arm_world, q0, 10_000, seed=1)
+    # the adversary really did push pairs onto their safety distance (the test is not vacuous)
+    assert out["low_env"] < OPTS.safety_distance_env + 0.005, out
+    assert out["low_self"] < OPTS.safety_distance_self + 0.005, out
+    assert not out["faults"], out["faults"]
+
+
+def test_adversarial_panda_cage(panda: tuple[RobotModel, list[WorldObject], np.ndarray]) -> None:
+    robot, world, q0 = panda
+    out = _adversarial(robot, world, q0, 10_000, seed=2)
+    assert out["low_env"] < OPTS.safety_distance_env + 0.005, out
+    assert out["low_self"] < OPTS.safety_distance_self + 0.005, out
+    assert not out["faults"], out["faults"]
+
+
+# ---------------------------------------------------------------------- exactness
+NEAR_WALL = np.array([0.0, 0.2, 0.0, 0.4, 0.0, 0.3, 0.0])  # tool 11 mm from the wall (< d_s)
+APPROACH = np.array([0.0, 0.15, 0.0, 0.35, 0.0, 0.3, 0.0])  # tool between d_s and d_i of the wall
+
+
+def _rows(filt: VelocityFilter, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The QP rows (J over every joint, lower bounds b) rebuilt from the public clearance table."""
+    o = filt.options
+    tab = filt.checker.clearance(q, filt.world, np.inf)
+    selfk = tab.kinds == 0
+    di = np.where(selfk, o.influence_distance_self, o.influence_distance_env)
+    ds = np.where(selfk, o.safety_distance_self, o.safety_distance_env) + o.discrete_margin
+    sel = (tab.distances < di) & (np.abs(tab.jacobians).max(axis=1) > 1e-9)
+    b = np.minimum(o.gain * (ds - tab.distances) / (di - ds), o.recovery_speed)
+    names = [n for n, s in zip(tab.pair_names(), sel) if s]
+    return tab.jacobians[sel], b[sel], names
+
+
+def _reference_qp(cmd: np.ndarray, J: np.ndarray, b: np.ndarray, lo: np.ndarray,
+                  hi: np.ndarray) -> Any:
+    """min |x − cmd|² s.t. J x ≥ b, lo ≤ x ≤ hi with SciPy's SLSQP (an independent solver)."""
+    from scipy.optimize import minimize
+
+    return minimize(
+        lambda x: np.sum((x - cmd) ** 2), np.zeros(len(cmd)), jac=lambda x: 2 * (x - cmd),
+        bounds=list(zip(lo, hi)), method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda x: J @ x - b, "jac": lambda x: J}],
+        options={"ftol": 1e-12, "maxiter": 500},
+    )
+
+
+def test_far_from_everything_is_identity(arm: RobotModel) -> None:
+    filt = VelocityFilter(CollisionChecker(arm), world=[])
+    rng = np.random.default_rng(0)
+    q = np.zeros(7)
+    for _ in range(50):
+        cmd = rng.uniform(-1.0, 1.0, 7)
+        res = filt.filter(q, cmd, DT)
+        assert res.ok and res.fault == ""
+        np.testing.assert_allclose(res.velocity, cmd, rtol=0, atol=1e-9)
+        assert np.array_equal(res.velocity, cmd)  # in fact bit-for-bit
+        assert res.active_constraints == [] and res.scaling == pytest.approx(1.0)
+    res = filt.filter(q, np.zeros(7), DT)
+    assert res.ok and res.scaling == 1.0 and not res.velocity.any()
+
+
+def test_moving_away_is_never_slowed(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    filt = VelocityFilter(CollisionChecker(arm), world=arm_world)
+    J, b, names = _rows(filt, APPROACH)
+    assert len(J) >= 1 and np.all(b <= 0.0), names  # inside d_i, outside d_s
+    # increase every monitored distance at 5 cm/s, within the velocity limits
+    cmd = np.linalg.pinv(J) @ np.full(len(J), 0.05)
+    cmd *= min(1.0, 0.9 / np.max(np.abs(cmd) / arm.velocity_limits))
+    assert np.all(J @ cmd > 0)
+    res = filt.filter(APPROACH, cmd, DT)
+    assert res.ok and res.num_constraints == len(J)
+    np.testing.assert_allclose(res.velocity, cmd, rtol=0, atol=1e-9)
+    assert res.active_constraints == []
+    # the same command reversed drives into the wall and is changed
+    res = filt.filter(APPROACH, -cmd * 50, DT)
+    assert res.ok and not np.allclose(res.velocity, -cmd * 50)
+    assert any("=wall" in a for a in res.active_constraints), res.active_constraints
+
+
+def test_feasible_commands_pass_and_outputs_are_feasible_and_optimal(
+    arm: RobotModel, arm_world: list[WorldObject]
+) -> None:
+    """Random states near the obstacles: a command satisfying every constraint is returned
+    unchanged (to 1e-9); any output satisfies the rows and the box, and is the QP minimiser."""
+    filt = VelocityFilter(CollisionChecker(arm), world=arm_world)
+    rng = np.random.default_rng(5)
+    passed = solved = 0
+    for trial in range(300):
+        q = np.clip(NEAR_WALL + rng.normal(0, 0.25, 7), arm.lower, arm.upper)
+        J, b, _ = _rows(filt, q)
+        lo, hi = filt.joint_bounds(q, DT)
+        cmd = rng.uniform(-1.0, 1.0, 7) * arm.velocity_limits
+        if len(J) and np.any(J @ cmd < b):
+            cmd = -cmd
+        res = filt.filter(q, cmd, DT)
+        if not res.ok:
+            assert res.fault.startswith("infeasible QP"), res.fault
+            continue
+        v = res.velocity
+        assert np.all(v >= lo - 1e-12) and np.all(v <= hi + 1e-12)
+        assert np.all(J @ v >= b - 1e-6), (J @ v - b)
+        if np.all(J @ cmd >= b) and np.all((cmd >= lo) & (cmd <= hi)):
+            np.testing.assert_allclose(v, cmd, rtol=0, atol=1e-9)
+            passed += len(J) > 0
+        elif len(J) and trial % 10 == 0:  # optimality against an independent solver
+            ref = _reference_qp(cmd, J, b, lo, hi)
+            assert ref.success
+            assert np.sum((v - cmd) ** 2) <= np.sum((ref.x - cmd) ** 2) + 1e-7
+            solved += 1
+    assert passed >= 20 and solved >= 5, (passed, solved)
+
+
+# ---------------------------------------------------------------------- faults
+def test_bad_inputs_give_zero_with_fault(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    filt = VelocityFilter(CollisionChecker(arm), world=arm_world)
+    q, cmd = APPROACH, np.full(7, 0.1)
+    cases: list[tuple[Any, Any, Any, float, str]] = [
+        (q, np.r_[cmd[:6], np.nan], DT, 0.0, "non-finite command"),
+        (q, np.r_[cmd[:6], np.inf], DT, 0.0, "non-finite command"),
+        (np.r_[q[:6], np.nan], cmd, DT, 0.0, "non-finite state"),
+        (q, cmd[:6], DT, 0.0, "wrong length"),
+        (q[:5], cmd, DT, 0.0, "wrong length"),
+        (q, np.ones((7, 1)), DT, 0.0, "wrong length"),
+        ("abc", cmd, DT, 0.0, "wrong length"),
+        (q, None, DT, 0.0, "wrong length"),
+        (q, cmd, 0.0, 0.0, "bad dt"),
+        (q, cmd, -DT, 0.0, "bad dt"),
+        (q, cmd, np.nan, 0.0, "bad dt"),
+        (q, cmd, 1.0, 0.0, "bad dt"),  # > max_dt
+        (q, cmd, DT, 0.5, "stale state"),  # > state_timeout
+        (q, cmd, DT, np.nan, "stale state"),
+    ]
+    for qq, cc, dt, age, fault in cases:
+        res = filt.filter(qq, cc, dt, stamp_age=age)
+        assert isinstance(res, FilterResult)
+        assert not res.ok and res.fault.startswith(fault), (fault, res.fault)
+        assert res.velocity.shape == (7,) and not res.velocity.any()
+        assert res.active_constraints == []
+    ok = filt.filter(q, cmd, DT, stamp_age=0.05)
+    assert ok.ok
+
+
+def test_infeasible_qp_gives_zero(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    # inside the safety distance the wall row demands separation at up to recovery_speed, but
+    # the joints may only move at 0.1 % of their limits: no velocity satisfies everything
+    opts = FilterOptions(velocity_scale=1e-3)
+    filt = VelocityFilter(CollisionChecker(arm), opts, world=arm_world)
+    J, b, _ = _rows(filt, NEAR_WALL)
+    lo, hi = filt.joint_bounds(NEAR_WALL, DT)
+    lp = linprog(np.zeros(7), A_ub=-J, b_ub=-b, bounds=list(zip(lo, hi)), method="highs")
+    assert lp.status == 2, "the constructed QP must really be infeasible"
+    res = filt.filter(NEAR_WALL, np.zeros(7), DT)
+    assert not res.ok and res.fault.startswith("infeasible QP"), res.fault
+    assert not res.velocity.any() and res.num_constraints == len(J)
+    # with the full velocity limits the same state is recoverable: push out of the wall
+    res = VelocityFilter(CollisionChecker(arm), world=arm_world).filter(NEAR_WALL, np.zeros(7), DT)
+    assert res.ok and np.all(J @ res.velocity >= b - 1e-6) and res.velocity.any()
+    assert "tool=wall" in res.active_constraints
+
+
+# ---------------------------------------------------------------------- joint limits
+def test_joint_limits_never_exceeded(arm: RobotModel) -> None:
+    filt = VelocityFilter(CollisionChecker(arm), world=[])
+    q = np.zeros(7)
+    q[3] = arm.upper[3] - 0.3
+    cmd = np.zeros(7)
+    cmd[3] = arm.velocity_limits[3]
+    cmd[1] = -arm.velocity_limits[1]
+    names: set[str] = set()
+    for _ in range(1500):
+        res = filt.filter(q, cmd, DT)
+        assert res.ok
+        names.update(res.active_constraints)
+        q = q + res.velocity * DT
+        assert np.all(q <= arm.upper) and np.all(q >= arm.lower)
+    assert arm.upper[3] - q[3] < 1e-3 and q[1] - arm.lower[1] < 1e-3  # it does get there
+    assert {"joint4:upper", "joint2:lower"} <= names, names
+    # far from the limits only the velocity bound acts
+    res = filt.filter(np.zeros(7), 3 * arm.velocity_limits, DT)
+    assert np.allclose(res.velocity, arm.velocity_limits)
+    assert "joint1:velocity" in res.active_constraints
+    # outside a limit a joint may only move back in
+    q = np.zeros(7)
+    q[3] = arm.upper[3] + 0.05
+    assert filt.filter(q, np.r_[0, 0, 0, 1.0, 0, 0, 0], DT).velocity[3] == 0.0
+    assert filt.filter(q, np.r_[0, 0, 0, -1.0, 0, 0, 0], DT).velocity[3] == -1.0
+
+
+def test_continuous_joint_has_only_velocity_bounds() -> None:
+    urdf = """<robot name="c"><link name="a"/><link name="b"/><link name="c"/>
+      <joint name="spin" type="continuous"><parent link="a"/><child link="b"/>
+        <axis xyz="0 0 1"/><limit velocity="1.5" effort="1"/></joint>
+      <joint name="slide" type="prismatic"><parent link="b"/><child link="c"/>
+        <axis xyz="1 0 0"/><limit lower="-0.5" upper="0.5" effort="1"/></joint></robot>"""
+    robot = RobotModel.from_urdf(urdf)
+    filt = VelocityFilter(CollisionChecker(robot))
+    lo, hi = filt.joint_bounds(np.array([100.0, 0.49]), DT)
+    assert lo[0] == -1.5 and hi[0] == 1.5  # continuous: velocity bounds only, at any angle
+    assert hi[1] == pytest.approx(0.01 / DT)  # no velocity limit: position over the tick only
+    res = filt.filter([100.0, 0.49], [5.0, 100.0], DT)
+    assert res.ok and res.velocity[0] == 1.5 and 0.49 + res.velocity[1] * DT <= 0.5
+
+
+# ---------------------------------------------------------------------- protection groups
+def test_group_protection(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    checker = CollisionChecker(arm)
+    # by default the groups are the robot's (SRDF or add_group), all protected
+    assert VelocityFilter(checker).protection == {g: True for g in arm.groups}
+    with pytest.raises(UnknownNameError):
+        VelocityFilter(checker, groups={"g": ["joint1", "nope"]})
+    groups = {"arm": arm.joint_names, "upper": ["joint1", "joint2", "joint3", "joint4"],
+              "wrist": ["joint5", "joint6", "joint7"]}
+    filt = VelocityFilter(checker, world=arm_world, groups=groups)
+    with pytest.raises(UnknownNameError):
+        filt.set_protection("no_such_group", False)
+    filt.set_protection("wrist", False)
+    assert filt.protection == {"arm": True, "upper": True, "wrist": False}
+    assert filt.protected_joints == ["joint1", "joint2", "joint3", "joint4"]
+    wrist = np.array([4, 5, 6])
+    prot = np.array([0, 1, 2, 3])
+
+    # one tick: the wrist passes unchanged even into the wall; the rest obeys the rows
+    cmd = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 2.0, 0.0])  # tilts everything towards the wall
+    J, b, _ = _rows(filt, NEAR_WALL)
+    res = filt.filter(NEAR_WALL, cmd, DT)
+    assert res.ok
+    assert np.array_equal(res.velocity[wrist], cmd[wrist])
+    assert np.all(J[:, prot] @ res.velocity[prot] >= b - 1e-6)
+
+    # simulation: the unprotected wrist drives the tool into the wall, while the bodies that
+    # only protected joints move (link1 .. link5) keep their safety distance
+    judge = CollisionChecker(arm)
+    q = APPROACH.copy()
+    cmd = np.array([0.0, 0.6, 0.0, 0.6, 0.0, 1.5, 0.0])
+    rows = judge.row_names
+    cols = judge.column_names(arm_world)
+    upstream = [rows.index(f"link{k}") for k in range(1, 6)]
+    wall = cols.index("wall")
+    tool_min = np.inf
+    for _ in range(600):
+        res = filt.filter(q, cmd, DT)
+        assert res.ok, res.fault
+        assert np.array_equal(res.velocity[wrist], np.clip(cmd[wrist], *[
+            b_[wrist] for b_ in filt.joint_bounds(q, DT)]))
+        q = q + res.velocity * DT
+        s = judge.check(q, arm_world, exhaustive=True).signed
+        assert s[upstream, wall].min() >= OPTS.safety_distance_env - TOL
+        tool_min = min(tool_min, s[rows.index("tool"), wall])
+    assert tool_min < OPTS.safety_distance_env - 0.01  # the wrist was not held back
+
+    filt.set_protection("wrist", True)
+    assert filt.protected_joints == arm.joint_names
+    # disabling a group that holds every joint leaves nothing to protect: pure pass-through
+    filt.set_protection("arm", False)
+    res = filt.filter(NEAR_WALL, cmd, DT)
+    assert res.ok and np.array_equal(res.velocity, cmd) and res.num_constraints == 0
+
+
+# ---------------------------------------------------------------------- options
+def test_options_are_validated(arm: RobotModel) -> None:
+    for bad in (
+        {"influence_distance_self": 0.01},  # below the safety distance
+        {"gain": 0.0},
+        {"gain": float("nan")},
+        {"velocity_scale": 1.5},
+        {"max_dt": -1.0},
+        {"joint_limit_margin": -0.1},
+        {"weights": (1.0, -1.0)},
+    ):
+        with pytest.raises(ConfigurationError):
+            FilterOptions(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        VelocityFilter(CollisionChecker(arm), FilterOptions(weights=(1.0, 2.0)))
+    filt = VelocityFilter(CollisionChecker(arm), FilterOptions(weights=(1.0,) * 6 + (100.0,)))
+    res = filt.filter(np.zeros(7), np.full(7, 0.1), DT)
+    assert res.ok and np.array_equal(res.velocity, np.full(7, 0.1))

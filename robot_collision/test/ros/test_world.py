@@ -1,0 +1,255 @@
+"""WorldModel registry and world files (no ROS needed beyond message stand-ins)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from robot_collision import (
+    Box,
+    Capsule,
+    CollisionChecker,
+    Cylinder,
+    Mesh,
+    RobotModel,
+    Sphere,
+    WorldObject,
+    data_path,
+    default_robot_paths,
+)
+from robot_collision.errors import RobotCollisionError
+from robot_collision.geometry.transforms import pose_from_xyz_rpy
+from robot_collision.ros.conversions import ADD, APPEND, MOVE, REMOVE, WorldUpdate
+from robot_collision.ros.world import (
+    WorldConfigError,
+    WorldModel,
+    load_world_file,
+    parse_world_config,
+    resolve_resource_path,
+)
+
+DEMO = data_path("config", "demo_world.yaml")
+
+
+def _T(x: float = 0.0, y: float = 0.0, z: float = 0.0, yaw: float = 0.0) -> np.ndarray:
+    return pose_from_xyz_rpy([x, y, z], [0.0, 0.0, yaw])
+
+
+def test_add_move_remove_and_version() -> None:
+    w = WorldModel()
+    assert w.version == 0 and w.objects() == ()
+    w.add("box", Box(0.1, 0.1, 0.1), _T(1.0))
+    w.add_object(WorldObject(Sphere(0.2), _T(0, 1.0), "ball"))
+    assert w.ids() == ["box", "ball"] and w.version == 2
+    objs = w.objects()
+    assert [o.name for o in objs] == ["box", "ball"]
+    assert w.objects() is objs  # unchanged world: same tuple (the checker's cache key)
+    w.move("box", _T(2.0))
+    assert w.objects() is not objs and w.objects()[0].pose[0, 3] == 2.0
+    assert w.remove("box") and not w.remove("box")
+    assert w.ids() == ["ball"]
+    with pytest.raises(RobotCollisionError, match="no world object 'box'"):
+        w.move("box", _T())
+    with pytest.raises(WorldConfigError, match="non-empty"):
+        w.add("", Sphere(0.1))
+    with pytest.raises(WorldConfigError, match="orthonormal"):
+        w.add("skew", Sphere(0.1), np.diag([2.0, 1.0, 1.0, 1.0]))
+    with pytest.raises(WorldConfigError, match="no shapes"):
+        w.add("none", [])
+    w.clear()
+    assert len(w) == 0
+
+
+def test_multi_shape_objects_and_apply() -> None:
+    w = WorldModel(frame_ids=["base_link"])
+    shapes = [(Box(0.4, 0.3, 0.02), _T(z=0.1)), (Box(0.4, 0.3, 0.02), _T(z=0.3))]
+    assert "added" in w.apply(WorldUpdate(ADD, "shelf", shapes, _T(1.0, yaw=np.pi / 2)))
+    assert [o.name for o in w.objects()] == ["shelf#0", "shelf#1"]
+    np.testing.assert_allclose(w.objects()[1].pose[:3, 3], [1.0, 0.0, 0.3], atol=1e-12)
+    w.apply(WorldUpdate(APPEND, "shelf", [(Sphere(0.05), _T(x=0.1))]))
+    assert len(w.objects()) == 3
+    np.testing.assert_allclose(w.objects()[2].pose[:3, 3], [1.0, 0.1, 0.0], atol=1e-12)
+    w.apply(WorldUpdate(MOVE, "shelf", pose=_T(2.0), frame_id="/base_link"))
+    np.testing.assert_allclose(w.objects()[0].pose[:3, 3], [2.0, 0.0, 0.1], atol=1e-12)
+    with pytest.raises(WorldConfigError, match="frame 'camera'"):
+        w.apply(WorldUpdate(ADD, "cam", [(Sphere(0.1), _T())], frame_id="camera"))
+    with pytest.raises(WorldConfigError, match="cannot MOVE"):
+        w.apply(WorldUpdate(MOVE, "ghost", pose=_T()))
+    w.apply(WorldUpdate(APPEND, "new", [(Sphere(0.05), _T())], _T(z=1.0)))
+    assert w.objects()[-1].pose[2, 3] == 1.0
+    assert "removed all 2" in w.apply(WorldUpdate(REMOVE, ""))
+    assert len(w) == 0
+
+
+def test_apply_collision_object_stand_in() -> None:
+    pytest.importorskip("shape_msgs.msg")
+    from geometry_msgs.msg import Pose
+    from shape_msgs.msg import SolidPrimitive
+
+    prim = SolidPrimitive(type=SolidPrimitive.SPHERE, dimensions=[0.1])
+    obj = SimpleNamespace(ADD=0, REMOVE=1, APPEND=2, MOVE=3, id="ball", operation=0,
+                          header=SimpleNamespace(frame_id=""), pose=Pose(), primitives=[prim],
+                          primitive_poses=[Pose()], meshes=[], mesh_poses=[], planes=[],
+                          plane_poses=[])
+    w = WorldModel()
+    w.apply_collision_object(obj)
+    assert w.ids() == ["ball"]
+    obj.operation = 1
+    w.apply_collision_object(obj)
+    assert w.ids() == []
+
+
+def test_thread_safety() -> None:
+    w = WorldModel()
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            for i in range(200):
+                w.add(f"o{k}_{i % 5}", Sphere(0.1), _T(i * 0.01))
+                w.remove(f"o{k}_{(i + 2) % 5}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(500):
+                _, objs = w.snapshot()
+                assert len({o.name for o in objs}) == len(objs)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+    threads += [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert w.version >= 3 * 200  # every add counted (removes of absent ids are not changes)
+
+
+# --------------------------------------------------------------------------- files
+def test_world_file_schema(tmp_path: Path) -> None:
+    (tmp_path / "meshes").mkdir()
+    (tmp_path / "meshes" / "tet.obj").write_text(
+        "v 0 0 0\nv 0.2 0 0\nv 0 0.2 0\nv 0 0 0.2\nf 1 2 3\n")
+    (tmp_path / "world.yaml").write_text(
+        """
+frame_id: base_link
+objects:
+  - {id: a, type: box, dimensions: [0.1, 0.2, 0.3], position: [1, 2, 3]}
+  - {id: b, type: box, size: [0.1, 0.2, 0.3], orientation_rpy: [0, 0, 1.5707963267948966]}
+  - {id: c, type: sphere, radius: 0.1, orientation_quat_xyzw: [0, 0, 0, 1]}
+  - {id: d, type: cylinder, dimensions: [0.05, 0.8]}
+  - {id: e, type: capsule, radius: 0.03, length: 0.5}
+  - {id: f, type: mesh, file: meshes/tet.obj, scale: 2.0}
+  - {id: g, type: mesh, vertices: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], scale: [1, 1, 2]}
+"""
+    )
+    entries = load_world_file(tmp_path / "world.yaml")
+    objs = {e.object_id: e.world_objects()[0] for e in entries}
+    assert objs["a"].shape == Box(0.1, 0.2, 0.3)
+    np.testing.assert_allclose(objs["a"].pose[:3, 3], [1, 2, 3])
+    assert objs["b"].shape == Box(0.1, 0.2, 0.3)
+    np.testing.assert_allclose(objs["b"].pose[:3, 0], [0, 1, 0], atol=1e-12)
+    assert objs["c"].shape == Sphere(0.1)
+    assert objs["d"].shape == Cylinder(0.05, 0.8)
+    assert objs["e"].shape == Capsule(0.03, 0.5)
+    assert isinstance(objs["f"].shape, Mesh) and objs["f"].shape.vertices().max() == 0.4
+    assert isinstance(objs["g"].shape, Mesh) and objs["g"].shape.vertices()[:, 2].max() == 2.0
+    # a bare list is accepted too
+    assert len(parse_world_config([{"id": "x", "type": "sphere", "dimensions": [0.1]}])) == 1
+    assert parse_world_config(None) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        ({"objects": [{"type": "box", "dimensions": [1, 1, 1]}]}, "non-empty string 'id'"),
+        ({"objects": [{"id": "a", "type": "cone", "dimensions": [1, 1]}]}, "type 'cone'"),
+        ({"objects": [{"id": "a", "type": "box", "dimensions": [1, 1]}]}, "must have 3 numbers"),
+        ({"objects": [{"id": "a", "type": "box"}]}, "needs dimensions"),
+        ({"objects": [{"id": "a", "type": "sphere", "dimensions": [-1]}]}, "positive"),
+        ({"objects": [{"id": "a", "type": "sphere", "dimensions": ["big"]}]}, "numbers"),
+        ({"objects": [{"id": "a", "type": "sphere", "dimensions": [0.1], "colour": "red"}]},
+         "unknown keys \\['colour'\\]"),
+        ({"objects": [{"id": "a", "type": "sphere", "radius": 0.1},
+                      {"id": "a", "type": "sphere", "radius": 0.1}]}, "used twice"),
+        ({"objects": [{"id": "a", "type": "sphere", "radius": 0.1, "orientation_rpy": [0, 0, 0],
+                       "orientation_quat_xyzw": [0, 0, 0, 1]}]}, "both orientation"),
+        ({"objects": [{"id": "a", "type": "sphere", "radius": 0.1,
+                       "orientation_quat_xyzw": [0, 0, 0, 0]}]}, "is zero"),
+        ({"objects": [{"id": "a", "type": "sphere", "radius": 0.1, "position": [0, 0]}]},
+         "position must have 3"),
+        ({"objects": [{"id": "a", "type": "mesh", "vertices": [[0, 0, 0]]}]}, "at least 4"),
+        ({"objects": [{"id": "a", "type": "mesh", "file": "nope.stl"}]}, "does not exist"),
+        ({"objects": [{"id": "a", "type": "mesh"}]}, "exactly one of 'vertices' or 'file'"),
+        ({"objects": {"id": "a"}}, "must be a list"),
+        ({"obstacles": []}, "unknown top-level keys"),
+    ],
+)
+def test_world_file_errors(data: Any, text: str) -> None:
+    with pytest.raises(WorldConfigError, match=text):
+        parse_world_config(data, source="w.yaml")
+
+
+def test_world_file_io_errors(tmp_path: Path) -> None:
+    with pytest.raises(WorldConfigError, match="does not exist"):
+        load_world_file(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("objects: [unclosed")
+    with pytest.raises(WorldConfigError, match="not valid YAML"):
+        load_world_file(bad)
+    w = WorldModel()
+    w.add("keep", Sphere(0.1))
+    with pytest.raises(WorldConfigError):
+        w.use_file(bad)
+    assert w.ids() == ["keep"]  # all-or-nothing
+
+
+def test_use_file_replaces_the_previous_file_objects(tmp_path: Path) -> None:
+    one = tmp_path / "one.yaml"
+    one.write_text(
+        "objects: [{id: a, type: sphere, radius: 0.1}, {id: b, type: sphere, radius: 0.1}]")
+    two = tmp_path / "two.yaml"
+    two.write_text("objects: [{id: c, type: sphere, radius: 0.1}]")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("objects: [{id: d, type: sphere}]")
+    w = WorldModel()
+    w.add("manual", Sphere(0.2))
+    assert w.use_file(one) == ["a", "b"]
+    w.remove("a")  # removed by a message meanwhile: replacing the file does not mind
+    assert w.use_file(two) == ["c"]
+    assert w.ids() == ["manual", "c"]
+    version = w.version
+    with pytest.raises(WorldConfigError):
+        w.use_file(bad)
+    assert w.ids() == ["manual", "c"] and w.version == version  # nothing changed
+    assert w.use_file("") == []  # no world file: its objects go, the others stay
+    assert w.ids() == ["manual"]
+
+
+def test_resolve_resource_path() -> None:
+    assert resolve_resource_path("package://robot_collision/config/demo_world.yaml") == DEMO
+    assert resolve_resource_path(f"file://{DEMO}") == DEMO
+    assert resolve_resource_path(str(DEMO)) == DEMO
+    assert resolve_resource_path("config/demo_world.yaml").resolve() == DEMO.resolve()
+    with pytest.raises(WorldConfigError, match="no_such_pkg"):
+        resolve_resource_path("package://no_such_pkg_xyz/a.yaml")
+
+
+def test_demo_world_is_collision_free_at_home() -> None:
+    urdf, srdf = default_robot_paths()
+    robot = RobotModel.from_urdf(urdf, srdf=srdf)
+    w = WorldModel()
+    assert w.use_file(DEMO) == ["table", "crate", "post"]
+    res = CollisionChecker(robot).check(robot.home_configuration(), w.objects(), exhaustive=True)
+    assert not res.in_collision
+    world_cols = res.signed[:, len(res.row_names):]
+    assert np.min(world_cols) > 0.1  # a clear margin around the arm at home
