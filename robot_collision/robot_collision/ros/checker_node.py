@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,7 +48,7 @@ from robot_collision_interfaces.msg import ClearanceTable as ClearanceTableMsg
 from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
 from robot_collision_interfaces.srv import CheckCollision
 
-from ..collision.checker import CollisionChecker, SkipRule
+from ..collision.checker import CollisionChecker
 from ..collision.clearance import ClearanceTable
 from ..errors import ConfigurationError, RobotCollisionError
 from ..geometry.shapes import WorldObject
@@ -61,17 +61,21 @@ from .conversions import (
     clearance_table_to_msg,
 )
 from .markers import ClearanceMarkers
-from .parameters import apply_parameter_values, start_up_settings
 from .robot_loader import RobotLoader
+from .wiring import (
+    COLLISION_KEYS,
+    apply_parameter_values,
+    finite_float,
+    make_checker,
+    start_up_settings,
+    validate_collision_parameter,
+)
 from .world import WorldModel
 
 __all__ = [
     "CollisionCheckerNode",
     "CheckerSettings",
     "PARAMETERS",
-    "make_checker",
-    "parse_pair",
-    "parse_pair_padding",
     "settings_from_values",
     "main",
 ]
@@ -161,76 +165,21 @@ class CheckerSettings:
     world_file: str = ""
 
 
-def parse_pair(text: str, what: str = "pair") -> tuple[str, str]:
-    """``'a=b'`` → ``('a', 'b')`` (whitespace stripped)."""
-    a, sep, b = str(text).partition("=")
-    a, b = a.strip(), b.strip()
-    if not sep or not a or not b or "=" in b:
-        raise ConfigurationError(f"{what} {text!r} must be 'nameA=nameB'")
-    return a, b
-
-
-def parse_pair_padding(text: str) -> tuple[str, str, float]:
-    """``'a=b:0.05'`` → ``('a', 'b', 0.05)``."""
-    pair, sep, value = str(text).rpartition(":")
-    if not sep:
-        raise ConfigurationError(f"pair_padding entry {text!r} must be 'bodyA=bodyB:metres'")
-    a, b = parse_pair(pair, "pair_padding entry")
-    try:
-        v = float(value)
-    except ValueError:
-        raise ConfigurationError(
-            f"pair_padding entry {text!r}: {value.strip()!r} is not a number of metres"
-        ) from None
-    if not math.isfinite(v):
-        raise ConfigurationError(f"pair_padding entry {text!r} must have a finite value")
-    return a, b, v
-
-
-def _float(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigurationError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ConfigurationError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _entries(value: Any, name: str) -> list[str]:
-    """Non-blank entries of a string-array parameter."""
-    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
-        return []
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-        raise ConfigurationError(f"{name} must be a list of strings, got {value!r}")
-    return [v for v in value if v.strip()]
-
-
 def _validate_one(name: str, value: Any) -> Any:
     """Validated value of one parameter (raises ConfigurationError with the reason)."""
-    if name == "skip_rule":
-        rule = str(value).strip().lower()
-        if rule not in ("parent", "adjacent", "none"):
-            raise ConfigurationError(
-                f"skip_rule must be 'parent', 'adjacent' or 'none', got {value!r}"
-            )
-        return rule
-    if name == "skip_pairs":
-        return tuple(parse_pair(v, "skip_pairs entry") for v in _entries(value, name))
-    if name == "pair_padding":
-        return tuple(parse_pair_padding(v) for v in _entries(value, name))
-    if name in ("padding",):
-        return _float(value, name)
+    if name in COLLISION_KEYS:
+        return validate_collision_parameter(name, value)
     if name == "influence_distance":
-        v = _float(value, name)
+        v = finite_float(value, name)
         if v <= 0:
             raise ConfigurationError(f"influence_distance must be > 0 m, got {value!r}")
         return v
     if name in ("publish_rate", "marker_rate"):
-        v = _float(value, name)
+        v = finite_float(value, name)
         if v < 0:
             raise ConfigurationError(f"{name} must be >= 0 Hz (0 = off/unlimited), got {value!r}")
         return v
-    if name in ("use_srdf", "exhaustive", "ignore_self"):
+    if name in ("exhaustive", "ignore_self"):
         if not isinstance(value, bool):
             raise ConfigurationError(f"{name} must be true or false, got {value!r}")
         return value
@@ -249,33 +198,6 @@ def settings_from_values(
     """
     settings = base or CheckerSettings()
     return apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
-
-
-def _rule_pairs(robot: RobotModel, rule: str) -> list[tuple[str, str]]:
-    """The pairs the core skips for a named rule (so that extra pairs can be added)."""
-    if rule == "parent":
-        return [(b, p) for b in robot.body_names if (p := robot.parent_of[b]) is not None]
-    if rule == "adjacent":
-        chain = [robot.base_name, *robot.body_names]
-        return [(chain[i], chain[i + 1]) for i in range(len(chain) - 1)]
-    return []
-
-
-def make_checker(robot: RobotModel, settings: CheckerSettings) -> CollisionChecker:
-    """A :class:`CollisionChecker` configured by ``settings`` (raises on names unknown to the
-    robot)."""
-    skip: SkipRule
-    if settings.skip_rule == "parent" and not settings.skip_pairs:
-        skip = "parent"
-    elif settings.skip_rule == "adjacent" and not settings.skip_pairs:
-        skip = "adjacent"
-    else:
-        skip = _rule_pairs(robot, settings.skip_rule) + list(settings.skip_pairs)
-    padding: Union[float, dict[tuple[str, str], float]] = settings.padding
-    if settings.pair_padding:
-        padding = {(a, b): v for a, b, v in settings.pair_padding}
-        padding[("*", "*")] = settings.padding
-    return CollisionChecker(robot, skip=skip, padding=padding, use_srdf=settings.use_srdf)
 
 
 @dataclass

@@ -34,8 +34,10 @@ from ..collision.clearance import ClearanceTable
 from ..errors import RobotCollisionError
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from ..geometry.transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
+from ..planning.trajectory import TimedTrajectory
 
 __all__ = [
+    "trajectory_to_msg",
     "ConversionError",
     "JointStateMapper",
     "joint_positions",
@@ -652,3 +654,33 @@ def collision_object_to_world_objects(obj: Any) -> list[WorldObject]:
             f"CollisionObject {upd.object_id!r}: {upd.operation.upper()} carries no geometry"
         )
     return upd.world_objects()
+
+
+# --------------------------------------------------------------------------- trajectories
+def _duration(seconds: float) -> Any:
+    """``builtin_interfaces/Duration`` of ``seconds`` (negative = 0)."""
+    from builtin_interfaces.msg import Duration
+
+    ns = round(max(0.0, seconds) * 1e9)
+    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def trajectory_to_msg(traj: TimedTrajectory, frame_id: str, stamp: Any = None) -> Any:
+    """``trajectory_msgs/JointTrajectory`` of a timed path (stamp None = zero)."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    msg = JointTrajectory()
+    msg.header.frame_id = frame_id
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.joint_names = list(traj.joint_names)
+    points = []
+    for k in range(len(traj.times)):
+        pt = JointTrajectoryPoint()
+        pt.positions = [float(v) for v in traj.positions[k]]
+        pt.velocities = [float(v) for v in traj.velocities[k]]
+        pt.accelerations = [float(v) for v in traj.accelerations[k]]
+        pt.time_from_start = _duration(float(traj.times[k]))
+        points.append(pt)
+    msg.points = points
+    return msg

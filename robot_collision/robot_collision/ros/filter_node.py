@@ -110,8 +110,8 @@ from .conversions import (
     ConversionError,
     JointStateMapper,
 )
-from .parameters import apply_parameter_values, start_up_settings
 from .robot_loader import RobotLoader
+from .wiring import apply_parameter_values, start_up_settings
 from .world import WorldModel
 
 __all__ = [

@@ -31,7 +31,7 @@ from ..geometry.transforms import matrix_to_quat_xyzw
 from ..model.robot_model import RobotModel
 from .conversions import hull_triangles
 
-__all__ = ["ClearanceMarkers", "clearance_color", "body_clearances"]
+__all__ = ["ClearanceMarkers", "PlannedPathMarkers", "clearance_color", "body_clearances"]
 
 RGBA = tuple[float, float, float, float]
 
@@ -258,4 +258,92 @@ class ClearanceMarkers:
             m = self._new(ns, mid, Marker.SPHERE, stamp)
             m.action = Marker.DELETE
             out.append(m)
+        return out
+
+
+# --------------------------------------------------------------------------- markers
+class PlannedPathMarkers:
+    """MarkerArrays of a planned path: the end-effector LINE_STRIP (``end_effector_path``) and
+    ghost copies of the robot's collision shapes (``ghost_<k>``). Remembers what it published
+    and DELETEs markers that are gone. Not thread-safe."""
+
+    LINE_NS = "end_effector_path"
+    MAX_LINE_POINTS = 2000
+
+    def __init__(self, robot: RobotModel, frame_id: str, line_width: float = 0.006) -> None:
+        self.robot = robot
+        self.frame_id = frame_id or robot.base_name
+        self.line_width = float(line_width)
+        self._shapes = ClearanceMarkers(robot, self.frame_id)
+        self._published: set[tuple[str, int]] = set()
+
+    def _deletes(self, keys: set[tuple[str, int]], stamp: Any) -> list[Any]:
+        from visualization_msgs.msg import Marker
+
+        out = []
+        for ns, mid in sorted(keys):
+            m = Marker()
+            m.header.frame_id = self.frame_id
+            if stamp is not None:
+                m.header.stamp = stamp
+            m.ns, m.id, m.action = ns, mid, Marker.DELETE
+            out.append(m)
+        return out
+
+    def build(
+        self, dense_path: NDArray[np.float64], end_effector: str, ghosts: int, stamp: Any = None
+    ) -> Any:
+        """MarkerArray of the (K, n) path (K >= 1) with ``ghosts`` robot poses (start, goal and
+        evenly spaced between, by path index)."""
+        from geometry_msgs.msg import Point
+        from visualization_msgs.msg import Marker, MarkerArray
+
+        P = np.asarray(dense_path, dtype=float)
+        if len(P) > self.MAX_LINE_POINTS:
+            idx = np.unique(np.r_[np.linspace(0, len(P) - 1, self.MAX_LINE_POINTS).astype(int)])
+            P_line = P[idx]
+        else:
+            P_line = P
+        ee = self.robot.link_index(end_effector)
+        poses = self.robot.link_poses_batch(P_line)
+        markers: list[Any] = []
+        line = Marker()
+        line.header.frame_id = self.frame_id
+        if stamp is not None:
+            line.header.stamp = stamp
+        line.ns, line.id, line.type, line.action = self.LINE_NS, 0, Marker.LINE_STRIP, Marker.ADD
+        line.pose.orientation.w = 1.0
+        line.scale.x = self.line_width
+        line.color.r, line.color.g, line.color.b, line.color.a = 1.0, 0.55, 0.0, 1.0
+        line.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in poses[:, ee, :3, 3]]
+        markers.append(line)
+        if ghosts > 0:
+            count = min(ghosts, len(P))
+            picks = np.unique(np.round(np.linspace(0, len(P) - 1, count)).astype(int))
+            for g, i in enumerate(picks.tolist()):
+                frac = g / max(1, len(picks) - 1)
+                rgba = (0.2 + 0.6 * frac, 0.4, 1.0 - 0.6 * frac, 0.25)
+                T = self.robot.link_poses(P[i])
+                ns = f"ghost_{g}"
+                next_id = 0
+                for li, link in enumerate(self.robot.link_names):
+                    for shape, local in self.robot.collision_geometry(link):
+                        made = self._shapes.shape_markers(ns, shape, T[li] @ local, rgba, stamp,
+                                                          next_id)
+                        next_id += len(made)
+                        markers += made
+        current = {(m.ns, m.id) for m in markers}
+        markers += self._deletes(self._published - current, stamp)
+        self._published = current
+        out = MarkerArray()
+        out.markers = markers
+        return out
+
+    def clear(self, stamp: Any = None) -> Any:
+        """MarkerArray that DELETEs everything published so far."""
+        from visualization_msgs.msg import MarkerArray
+
+        out = MarkerArray()
+        out.markers = self._deletes(self._published, stamp)
+        self._published = set()
         return out

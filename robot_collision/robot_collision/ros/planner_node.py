@@ -77,18 +77,16 @@ is rejected with the reason. Changes apply to goals accepted afterwards.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from numpy.typing import NDArray
 from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
     SetParametersResult,
@@ -99,729 +97,42 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-from visualization_msgs.msg import Marker, MarkerArray
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
 
 from robot_collision_interfaces.action import PlanMotion
 from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
 
 from ..collision.checker import CollisionChecker
 from ..errors import (
-    ConfigurationError,
-    GoalInCollisionError,
-    GoalUnreachableError,
-    NoPathFoundError,
-    OutsideLimitsError,
     PlanningCancelledError,
     RobotCollisionError,
-    StartInCollisionError,
-    UnknownNameError,
 )
-from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
 from ..planning.ik import WorkspaceGoalRegion
-from ..planning.rrt import BiRRT, PlanResult, ProgressInfo, RRTOptions
-from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT, TimedTrajectory, time_parameterize
-from .checker_node import make_checker
-from .checker_node import settings_from_values as checker_settings_from_values
-from .conversions import (
-    ConversionError,
-    JointStateMapper,
-    pose_to_matrix,
+from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
+from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
+from .markers import PlannedPathMarkers
+from .planner_execution import densify, time_parameterize_path
+from .planner_goals import (
+    ErrorCode,
+    GoalError,
+    PlanRequest,
+    default_end_effector,
+    error_code_for,
+    parse_goal,
+    rrt_options,
 )
-from .markers import ClearanceMarkers
-from .parameters import apply_parameter_values, start_up_settings
+from .planner_settings import PARAMETERS, READ_ONLY, PlannerSettings, settings_from_values
 from .robot_loader import RobotLoader
+from .wiring import make_checker, start_up_settings
 from .world import WorldModel
 
-__all__ = [
-    "PlannerNode",
-    "PlannerSettings",
-    "PlanRequest",
-    "PARAMETERS",
-    "ErrorCode",
-    "error_code_for",
-    "parse_goal",
-    "rrt_options",
-    "settings_from_values",
-    "time_parameterize_path",
-    "densify",
-    "trajectory_to_msg",
-    "PlannedPathMarkers",
-    "main",
-]
+__all__ = ["PlannerNode", "PARAMETERS", "main"]
 
 NODE_NAME = "planner"
 ACTION_NAME = "~/plan_motion"
 
-_DEFAULT_OPTIONS = RRTOptions()
-
-# name: (default, description, constraints)
-PARAMETERS: dict[str, tuple[Any, str, str]] = {
-    # ---- planner (defaults from RRTOptions)
-    "max_connection_distance": (
-        float(_DEFAULT_OPTIONS.max_connection_distance),
-        "Longest tree extension, joint-space L2 (rad or m); a goal's nonzero value overrides it.",
-        "> 0",
-    ),
-    "validation_distance": (
-        float(_DEFAULT_OPTIONS.validation_distance),
-        "Edge collision-checking resolution, joint-space L2 (rad or m); 1/32 = 32 checks per "
-        "radian. A goal's nonzero value overrides it.",
-        "> 0",
-    ),
-    "max_iterations": (
-        int(_DEFAULT_OPTIONS.max_iterations),
-        "Planner iterations before NO_PATH; a goal's nonzero value overrides it.",
-        ">= 1",
-    ),
-    "enable_connect_heuristic": (
-        bool(_DEFAULT_OPTIONS.enable_connect_heuristic),
-        "Connect the trees with one straight edge of any length instead of greedy steps.",
-        "",
-    ),
-    "workspace_goal_region_bias": (
-        float(_DEFAULT_OPTIONS.workspace_goal_region_bias),
-        "Probability of sampling a new goal configuration of a goal region on each start-tree "
-        "turn.",
-        "0..1",
-    ),
-    "goal_ik_attempts": (
-        int(_DEFAULT_OPTIONS.goal_ik_attempts),
-        "IK restarts before GOAL_UNREACHABLE when looking for the first configuration of a "
-        "goal region.",
-        ">= 1",
-    ),
-    "max_goal_samples": (
-        int(_DEFAULT_OPTIONS.max_goal_samples),
-        "Most goal configurations kept for a goal region.",
-        ">= 1",
-    ),
-    "ignore_self_collision": (
-        bool(_DEFAULT_OPTIONS.ignore_self_collision),
-        "Plan against the world only (robot-robot pairs not checked).",
-        "",
-    ),
-    "seed": (
-        -1,
-        "Random seed of the planner (same seed and request = same path); -1 = fresh entropy.",
-        ">= -1",
-    ),
-    "default_time_limit": (
-        5.0,
-        "Planning time limit in seconds for goals whose time_limit is 0.",
-        "> 0",
-    ),
-    "shorten": (
-        True,
-        "Shorten every path (random shortcutting); goals with shorten=true are shortened "
-        "anyway.",
-        "",
-    ),
-    "shorten_iterations": (100, "Shortcut attempts when shortening.", ">= 0"),
-    # ---- timing
-    "velocity_scaling": (
-        1.0,
-        "Fraction of the URDF joint velocity limits used for goals whose velocity_scaling is 0.",
-        "(0, 1]",
-    ),
-    "acceleration_scaling": (
-        1.0,
-        "Fraction of acceleration_limit used for goals whose acceleration_scaling is 0.",
-        "(0, 1]",
-    ),
-    "acceleration_limit": (
-        float(DEFAULT_ACCELERATION_LIMIT),
-        "Joint acceleration limit in rad/s^2 (m/s^2 for prismatic joints), for every joint "
-        "(URDF has no acceleration limits).",
-        "> 0",
-    ),
-    "trajectory_method": (
-        "toppra",
-        "Time parameterization: 'toppra' (time-optimal spline through the waypoints, checked "
-        "for collisions and refined) or 'linear' (straight segments, stop at each waypoint).",
-        "toppra | linear",
-    ),
-    # ---- collision model (same meaning as the collision checker's)
-    "skip_rule": (
-        "parent",
-        "Self pairs never checked: 'parent', 'adjacent' or 'none'; the SRDF's disabled pairs "
-        "and skip_pairs are added.",
-        "parent | adjacent | none",
-    ),
-    "skip_pairs": ([], "Extra self pairs never checked, each 'linkA=linkB'.", ""),
-    "use_srdf": (True, "Skip the SRDF's disable_collisions pairs.", ""),
-    "padding": (0.0, "Safety margin (m) subtracted from every pair's distance.", "finite"),
-    "pair_padding": (
-        [],
-        "Per-pair padding overriding 'padding', each 'bodyA=bodyB:metres'.",
-        "each 'a=b:value'",
-    ),
-    "world_file": (
-        "",
-        "World objects YAML (path or package://pkg/path; empty = none); see "
-        "robot_collision.ros.world.",
-        "",
-    ),
-    "world_topics": (
-        ["collision_checker/world_objects"],
-        "WorldObject topics listened to besides ~/world_objects (read at start-up); the default "
-        "shares the collision checker's topic.",
-        "",
-    ),
-    # ---- goals, outputs
-    "end_effector": (
-        "tool",
-        "End-effector link of goal regions whose end_effector is empty, and of the path "
-        "marker; empty or unknown = the last link of the model.",
-        "",
-    ),
-    "frame_id": (
-        "",
-        "Frame of the trajectory header and the markers (empty = the robot base link).",
-        "",
-    ),
-    "stamp_trajectory": (
-        False,
-        "Stamp the result trajectory with the planning time; false leaves the stamp 0, which "
-        "trajectory controllers read as 'start on receipt'.",
-        "",
-    ),
-    "joint_state_timeout": (
-        1.0,
-        "Seconds a goal without use_start waits for a first joint state before INVALID_GOAL.",
-        ">= 0",
-    ),
-    "start_limit_tolerance": (
-        0.001,
-        "A start state from joint_states at most this far (rad or m) outside the joint limits "
-        "is clipped into them (encoder noise at a limit); farther is OUTSIDE_LIMITS.",
-        ">= 0",
-    ),
-    "feedback_rate": (10.0, "Maximum feedback rate while planning (Hz).", "> 0"),
-    "warm_up": (
-        True,
-        "After the robot loads, plan once in the background so that the compiled planner "
-        "kernels are loaded (or compiled) before the first goal; goals wait for it.",
-        "",
-    ),
-    "ghost_poses": (
-        4,
-        "Robot poses drawn along the planned path on ~/planned_path (start and goal included; "
-        "0 = only the end-effector line).",
-        ">= 0",
-    ),
-}
-
-MAX_TIME_LIMIT = 86400.0
-"""Largest accepted goal ``time_limit`` (s)."""
-
-_CHECKER_KEYS = ("skip_rule", "skip_pairs", "use_srdf", "padding", "pair_padding")
-_READ_ONLY = ("world_topics",)
-
-
-class ErrorCode:
-    """The ``PlanMotion`` result's ``error_code`` values (mirrors the action's constants)."""
-
-    SUCCESS = int(PlanMotion.Result.SUCCESS)
-    START_IN_COLLISION = int(PlanMotion.Result.START_IN_COLLISION)
-    GOAL_IN_COLLISION = int(PlanMotion.Result.GOAL_IN_COLLISION)
-    OUTSIDE_LIMITS = int(PlanMotion.Result.OUTSIDE_LIMITS)
-    GOAL_UNREACHABLE = int(PlanMotion.Result.GOAL_UNREACHABLE)
-    NO_PATH = int(PlanMotion.Result.NO_PATH)
-    CANCELLED = int(PlanMotion.Result.CANCELLED)
-    INVALID_GOAL = int(PlanMotion.Result.INVALID_GOAL)
-    PREEMPTED = int(PlanMotion.Result.PREEMPTED)
-    INTERNAL_ERROR = int(PlanMotion.Result.INTERNAL_ERROR)
-
-    @classmethod
-    def name(cls, code: int) -> str:
-        for key, value in vars(cls).items():
-            if key.isupper() and value == code:
-                return key
-        return str(code)
-
-
-class GoalError(Exception):
-    """A goal cannot be served (``code`` is an :class:`ErrorCode`)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def error_code_for(exc: BaseException) -> tuple[int, str]:
-    """(error code, message) of an exception raised while serving a goal."""
-    if isinstance(exc, GoalError):
-        return exc.code, str(exc)
-    if isinstance(exc, OutsideLimitsError):
-        return ErrorCode.OUTSIDE_LIMITS, str(exc)
-    if isinstance(exc, StartInCollisionError):
-        return ErrorCode.START_IN_COLLISION, str(exc)
-    if isinstance(exc, GoalInCollisionError):
-        return ErrorCode.GOAL_IN_COLLISION, str(exc)
-    if isinstance(exc, GoalUnreachableError):
-        return ErrorCode.GOAL_UNREACHABLE, str(exc)
-    if isinstance(exc, NoPathFoundError):
-        return ErrorCode.NO_PATH, str(exc)
-    if isinstance(exc, PlanningCancelledError):
-        return ErrorCode.CANCELLED, str(exc)
-    if isinstance(exc, (ConfigurationError, ConversionError, UnknownNameError)):
-        return ErrorCode.INVALID_GOAL, f"invalid goal: {exc}"
-    if isinstance(exc, RobotCollisionError):
-        return ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
-    return ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
-
-
-# --------------------------------------------------------------------------- settings
-@dataclass(frozen=True)
-class PlannerSettings:
-    """Validated parameter values of the node (see :data:`PARAMETERS`)."""
-
-    max_connection_distance: float = float(_DEFAULT_OPTIONS.max_connection_distance)
-    validation_distance: float = float(_DEFAULT_OPTIONS.validation_distance)
-    max_iterations: int = int(_DEFAULT_OPTIONS.max_iterations)
-    enable_connect_heuristic: bool = bool(_DEFAULT_OPTIONS.enable_connect_heuristic)
-    workspace_goal_region_bias: float = float(_DEFAULT_OPTIONS.workspace_goal_region_bias)
-    goal_ik_attempts: int = int(_DEFAULT_OPTIONS.goal_ik_attempts)
-    max_goal_samples: int = int(_DEFAULT_OPTIONS.max_goal_samples)
-    ignore_self_collision: bool = bool(_DEFAULT_OPTIONS.ignore_self_collision)
-    seed: int = -1
-    default_time_limit: float = 5.0
-    shorten: bool = True
-    shorten_iterations: int = 100
-    velocity_scaling: float = 1.0
-    acceleration_scaling: float = 1.0
-    acceleration_limit: float = float(DEFAULT_ACCELERATION_LIMIT)
-    trajectory_method: str = "toppra"
-    skip_rule: str = "parent"
-    skip_pairs: tuple[tuple[str, str], ...] = ()
-    use_srdf: bool = True
-    padding: float = 0.0
-    pair_padding: tuple[tuple[str, str, float], ...] = ()
-    world_file: str = ""
-    world_topics: tuple[str, ...] = ("collision_checker/world_objects",)
-    end_effector: str = "tool"
-    frame_id: str = ""
-    stamp_trajectory: bool = False
-    joint_state_timeout: float = 1.0
-    start_limit_tolerance: float = 0.001
-    feedback_rate: float = 10.0
-    warm_up: bool = True
-    ghost_poses: int = 4
-
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigurationError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ConfigurationError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _integer(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _validate_one(name: str, value: Any) -> Any:
-    """Validated value of one planner parameter (raises ConfigurationError with the reason)."""
-    if name in ("max_connection_distance", "validation_distance", "default_time_limit",
-                "acceleration_limit", "feedback_rate"):
-        v = _number(value, name)
-        if v <= 0:
-            raise ConfigurationError(f"{name} must be > 0, got {value!r}")
-        return v
-    if name in ("velocity_scaling", "acceleration_scaling"):
-        v = _number(value, name)
-        if not 0.0 < v <= 1.0:
-            raise ConfigurationError(f"{name} must be in (0, 1], got {value!r}")
-        return v
-    if name == "workspace_goal_region_bias":
-        v = _number(value, name)
-        if not 0.0 <= v <= 1.0:
-            raise ConfigurationError(f"{name} must be in [0, 1], got {value!r}")
-        return v
-    if name in ("joint_state_timeout", "start_limit_tolerance"):
-        v = _number(value, name)
-        if v < 0:
-            raise ConfigurationError(f"{name} must be >= 0, got {value!r}")
-        return v
-    if name in ("max_iterations", "goal_ik_attempts", "max_goal_samples"):
-        return _integer(value, name, 1)
-    if name in ("shorten_iterations", "ghost_poses"):
-        return _integer(value, name, 0)
-    if name == "seed":
-        return _integer(value, name, -1)
-    if name in ("enable_connect_heuristic", "ignore_self_collision", "shorten",
-                "stamp_trajectory", "warm_up"):
-        if not isinstance(value, bool):
-            raise ConfigurationError(f"{name} must be true or false, got {value!r}")
-        return value
-    if name == "trajectory_method":
-        method = str(value).strip().lower()
-        if method not in ("toppra", "linear"):
-            raise ConfigurationError(
-                f"trajectory_method must be 'toppra' or 'linear', got {value!r}")
-        return method
-    if name in ("world_file", "end_effector", "frame_id"):
-        return str(value).strip()
-    if name == "world_topics":
-        if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
-            return ()
-        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-            raise ConfigurationError(f"world_topics must be a list of topic names, got {value!r}")
-        return tuple(v.strip() for v in value if v.strip())
-    if name in _CHECKER_KEYS:
-        checker, _ = checker_settings_from_values({name: value}, strict=True)
-        return getattr(checker, name)
-    raise ConfigurationError(f"unknown parameter {name!r}")
-
-
-def settings_from_values(
-    values: dict[str, Any], base: Optional[PlannerSettings] = None, strict: bool = True
-) -> tuple[PlannerSettings, list[str]]:
-    """Settings from parameter values (missing names keep ``base``'s, default: defaults).
-
-    ``strict``: raise :class:`ConfigurationError` on the first invalid value; otherwise keep the
-    base value for it and return the error texts as the second element.
-    """
-    settings = base or PlannerSettings()
-    return apply_parameter_values(settings, values, PARAMETERS, _validate_one, strict)
-
-
-def _checker_for(robot: RobotModel, settings: PlannerSettings) -> CollisionChecker:
-    checker_settings, _ = checker_settings_from_values(
-        {
-            "skip_rule": settings.skip_rule,
-            "skip_pairs": [f"{a}={b}" for a, b in settings.skip_pairs],
-            "use_srdf": settings.use_srdf,
-            "padding": settings.padding,
-            "pair_padding": [f"{a}={b}:{v!r}" for a, b, v in settings.pair_padding],
-        },
-        strict=True,
-    )
-    return make_checker(robot, checker_settings)
-
-
-# --------------------------------------------------------------------------- requests
-@dataclass(frozen=True)
-class PlanRequest:
-    """A validated goal: everything the planner needs except (maybe) the start state."""
-
-    goal: Union[NDArray[np.float64], WorkspaceGoalRegion]
-    start: Optional[NDArray[np.float64]]  # None = latest joint state
-    options: RRTOptions
-    time_limit: float
-    shorten: bool
-    shorten_iterations: int
-    velocity_scaling: float
-    acceleration_scaling: float
-    end_effector: str  # link of the end-effector marker line
-
-
-def _override(value: float, default: float, name: str, upper: Optional[float] = None) -> float:
-    """A goal's option field: 0 = ``default``; otherwise finite and > 0 (and <= ``upper``)."""
-    v = float(value)
-    if not math.isfinite(v):
-        raise ConfigurationError(f"{name} must be finite (0 = default), got {v}")
-    if v < 0:
-        raise ConfigurationError(f"{name} must be >= 0 (0 = default), got {v}")
-    if v == 0:
-        return default
-    if upper is not None and v > upper:
-        raise ConfigurationError(f"{name} must be in (0, {upper}] (0 = default), got {v}")
-    return v
-
-
-def _validation_distance(value: float, settings: PlannerSettings) -> float:
-    """A goal may check edges more finely than the ``validation_distance`` parameter, never
-    more coarsely (the parameter is the operator's safety resolution)."""
-    v = _override(value, settings.validation_distance, "validation_distance")
-    if v > settings.validation_distance:
-        raise ConfigurationError(
-            f"validation_distance {v:g} is coarser than the node's validation_distance "
-            f"parameter ({settings.validation_distance:g} rad); goals may only check more "
-            "finely (0 = the parameter)")
-    return v
-
-
-def _default_end_effector(robot: RobotModel, name: str) -> str:
-    if name and name in robot.link_names and name != robot.base_name:
-        return name
-    return robot.link_names[-1]
-
-
-def rrt_options(settings: PlannerSettings, **overrides: Any) -> RRTOptions:
-    """:class:`RRTOptions` from the node's settings (and explicit overrides)."""
-    values: dict[str, Any] = {
-        "max_connection_distance": settings.max_connection_distance,
-        "validation_distance": settings.validation_distance,
-        "max_iterations": settings.max_iterations,
-        "enable_connect_heuristic": settings.enable_connect_heuristic,
-        "workspace_goal_region_bias": settings.workspace_goal_region_bias,
-        "goal_ik_attempts": settings.goal_ik_attempts,
-        "max_goal_samples": settings.max_goal_samples,
-        "ignore_self_collision": settings.ignore_self_collision,
-        "seed": None if settings.seed < 0 else settings.seed,
-    }
-    values.update(overrides)
-    return RRTOptions(**values)
-
-
-def parse_goal(
-    goal: Any,
-    robot: RobotModel,
-    settings: PlannerSettings,
-    mapper: Optional[JointStateMapper] = None,
-) -> PlanRequest:
-    """Validate a ``PlanMotion.Goal`` against ``robot``; raises :class:`ConfigurationError`,
-    :class:`ConversionError` or :class:`UnknownNameError` (all ``INVALID_GOAL``) with the reason.
-
-    Limits and collisions are left to the planner (their own error codes).
-    """
-    mapper = mapper or JointStateMapper(robot.joint_names)
-    names = list(goal.joint_names)
-    if not names:
-        names = list(robot.joint_names)  # empty joint_names = model order
-
-    def config(values: Sequence[float], what: str) -> NDArray[np.float64]:
-        vals = np.asarray(values, dtype=float).reshape(-1)
-        if not list(goal.joint_names) and vals.shape[0] != robot.num_joints:
-            raise ConversionError(
-                f"{what} has {vals.shape[0]} values but joint_names is empty: give "
-                f"{robot.num_joints} values in model order ({', '.join(robot.joint_names)}) or "
-                "name the joints"
-            )
-        return mapper.positions(names, vals, allow_unknown=False, what=what)
-
-    region: Optional[WorkspaceGoalRegion] = None
-    q_goal: Optional[NDArray[np.float64]] = None
-    if goal.use_goal_region:
-        ee = str(goal.end_effector).strip() or _default_end_effector(robot, settings.end_effector)
-        if ee not in robot.link_names:
-            raise UnknownNameError(
-                f"unknown end_effector {ee!r}; links: {', '.join(robot.link_names)}"
-            )
-        if ee == robot.base_name:
-            raise ConfigurationError(f"end_effector {ee!r} is the base; choose a moving link")
-        bounds = np.asarray(goal.goal_region_bounds, dtype=float)
-        if bounds.shape != (12,):
-            raise ConfigurationError(
-                f"goal_region_bounds must have 12 values, got {bounds.shape[0]}"
-            )
-        if not np.all(np.isfinite(bounds)):
-            raise ConfigurationError("goal_region_bounds has non-finite values")
-        region = WorkspaceGoalRegion(
-            ee,
-            pose_to_matrix(goal.reference_pose, "reference_pose"),
-            bounds.reshape(6, 2),
-            pose_to_matrix(goal.end_effector_offset_pose, "end_effector_offset_pose"),
-        )
-        marker_ee = ee
-    else:
-        q_goal = config(goal.goal_positions, "goal_positions")
-        marker_ee = _default_end_effector(robot, settings.end_effector)
-    start = config(goal.start_positions, "start_positions") if goal.use_start else None
-
-    max_iter = int(goal.max_iterations)
-    if max_iter < 0:
-        raise ConfigurationError(f"max_iterations must be >= 0 (0 = default), got {max_iter}")
-    options = rrt_options(
-        settings,
-        max_connection_distance=_override(
-            goal.max_connection_distance, settings.max_connection_distance,
-            "max_connection_distance"),
-        validation_distance=_validation_distance(goal.validation_distance, settings),
-        max_iterations=max_iter or settings.max_iterations,
-    )
-    target: Union[NDArray[np.float64], WorkspaceGoalRegion]
-    target = region if region is not None else q_goal  # type: ignore[assignment]
-    return PlanRequest(
-        goal=target,
-        start=start,
-        options=options,
-        time_limit=_override(goal.time_limit, settings.default_time_limit, "time_limit",
-                             MAX_TIME_LIMIT),
-        shorten=bool(goal.shorten) or settings.shorten,
-        shorten_iterations=settings.shorten_iterations,
-        velocity_scaling=_override(
-            goal.velocity_scaling, settings.velocity_scaling, "velocity_scaling", 1.0),
-        acceleration_scaling=_override(
-            goal.acceleration_scaling, settings.acceleration_scaling, "acceleration_scaling", 1.0),
-        end_effector=marker_ee,
-    )
-
-
-# --------------------------------------------------------------------------- timing
-_warned_linear = False
-
-
-def time_parameterize_path(
-    path: NDArray[np.float64],
-    robot: RobotModel,
-    velocity_scaling: float,
-    acceleration_scaling: float,
-    acceleration_limit: float,
-    method: str = "toppra",
-    checker: Optional[CollisionChecker] = None,
-    world: Sequence[WorldObject] = (),
-    ignore_self: bool = False,
-    resolution: float = 1.0 / 32.0,
-) -> TimedTrajectory:
-    """Time a (k, n) path with :func:`robot_collision.planning.trajectory.time_parameterize`.
-
-    With a ``checker`` the TOPP-RA spline is collision-checked every ``resolution`` against
-    ``world`` (and refined, or replaced by straight segments, where it collides). Without the
-    ``toppra`` package, ``"linear"`` (straight segments, stop at each waypoint) is used.
-    """
-    global _warned_linear
-    kwargs: dict[str, Any] = {
-        "acceleration_scaling": acceleration_scaling,
-        "checker": checker,
-        "world": world,
-        "ignore_self": ignore_self,
-        "resolution": resolution,
-    }
-    if method == "toppra":
-        try:
-            return time_parameterize(path, robot, velocity_scaling, acceleration_limit,
-                                     method="toppra", **kwargs)
-        except ImportError as exc:  # toppra not installed: straight segments
-            if not _warned_linear:
-                _warned_linear = True
-                import logging
-
-                logging.getLogger(__name__).warning(
-                    f"toppra is not available ({exc}); timing paths with method 'linear'")
-    return time_parameterize(path, robot, velocity_scaling, acceleration_limit,
-                             method="linear", **kwargs)
-
-
-def densify(path: NDArray[np.float64], step: float) -> NDArray[np.float64]:
-    """(K, n) configurations along the straight edges of a (k, n) path, consecutive ones at
-    most ``step`` apart (joint-space L2); every waypoint is kept."""
-    P = np.asarray(path, dtype=float)
-    out = [P[:1]]
-    for a, b in itertools.pairwise(P):
-        steps = max(1, math.ceil(float(np.linalg.norm(b - a)) / step))
-        t = (np.arange(1, steps + 1) / steps)[:, None]
-        out.append(a + (b - a) * t)
-    return np.concatenate(out)
-
-
-def _duration(seconds: float) -> Duration:
-    ns = round(max(0.0, seconds) * 1e9)
-    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-def trajectory_to_msg(traj: TimedTrajectory, frame_id: str, stamp: Any = None) -> JointTrajectory:
-    """``trajectory_msgs/JointTrajectory`` of a timed path (stamp None = zero)."""
-    msg = JointTrajectory()
-    msg.header.frame_id = frame_id
-    if stamp is not None:
-        msg.header.stamp = stamp
-    msg.joint_names = list(traj.joint_names)
-    points = []
-    for k in range(len(traj.times)):
-        pt = JointTrajectoryPoint()
-        pt.positions = [float(v) for v in traj.positions[k]]
-        pt.velocities = [float(v) for v in traj.velocities[k]]
-        pt.accelerations = [float(v) for v in traj.accelerations[k]]
-        pt.time_from_start = _duration(float(traj.times[k]))
-        points.append(pt)
-    msg.points = points
-    return msg
-
-
-# --------------------------------------------------------------------------- markers
-class PlannedPathMarkers:
-    """MarkerArrays of a planned path: the end-effector LINE_STRIP (``end_effector_path``) and
-    ghost copies of the robot's collision shapes (``ghost_<k>``). Remembers what it published
-    and DELETEs markers that are gone. Not thread-safe."""
-
-    LINE_NS = "end_effector_path"
-    MAX_LINE_POINTS = 2000
-
-    def __init__(self, robot: RobotModel, frame_id: str, line_width: float = 0.006) -> None:
-        self.robot = robot
-        self.frame_id = frame_id or robot.base_name
-        self.line_width = float(line_width)
-        self._shapes = ClearanceMarkers(robot, self.frame_id)
-        self._published: set[tuple[str, int]] = set()
-
-    def _deletes(self, keys: set[tuple[str, int]], stamp: Any) -> list[Any]:
-        out = []
-        for ns, mid in sorted(keys):
-            m = Marker()
-            m.header.frame_id = self.frame_id
-            if stamp is not None:
-                m.header.stamp = stamp
-            m.ns, m.id, m.action = ns, mid, Marker.DELETE
-            out.append(m)
-        return out
-
-    def build(
-        self, dense_path: NDArray[np.float64], end_effector: str, ghosts: int, stamp: Any = None
-    ) -> MarkerArray:
-        """Markers of the (K, n) path (K >= 1) with ``ghosts`` robot poses (start, goal and
-        evenly spaced between, by path index)."""
-        from geometry_msgs.msg import Point
-
-        P = np.asarray(dense_path, dtype=float)
-        if len(P) > self.MAX_LINE_POINTS:
-            idx = np.unique(np.r_[np.linspace(0, len(P) - 1, self.MAX_LINE_POINTS).astype(int)])
-            P_line = P[idx]
-        else:
-            P_line = P
-        ee = self.robot.link_index(end_effector)
-        poses = self.robot.link_poses_batch(P_line)
-        markers: list[Any] = []
-        line = Marker()
-        line.header.frame_id = self.frame_id
-        if stamp is not None:
-            line.header.stamp = stamp
-        line.ns, line.id, line.type, line.action = self.LINE_NS, 0, Marker.LINE_STRIP, Marker.ADD
-        line.pose.orientation.w = 1.0
-        line.scale.x = self.line_width
-        line.color.r, line.color.g, line.color.b, line.color.a = 1.0, 0.55, 0.0, 1.0
-        line.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in poses[:, ee, :3, 3]]
-        markers.append(line)
-        if ghosts > 0:
-            count = min(ghosts, len(P))
-            picks = np.unique(np.round(np.linspace(0, len(P) - 1, count)).astype(int))
-            for g, i in enumerate(picks.tolist()):
-                frac = g / max(1, len(picks) - 1)
-                rgba = (0.2 + 0.6 * frac, 0.4, 1.0 - 0.6 * frac, 0.25)
-                T = self.robot.link_poses(P[i])
-                ns = f"ghost_{g}"
-                next_id = 0
-                for li, link in enumerate(self.robot.link_names):
-                    for shape, local in self.robot.collision_geometry(link):
-                        made = self._shapes.shape_markers(ns, shape, T[li] @ local, rgba, stamp,
-                                                          next_id)
-                        next_id += len(made)
-                        markers += made
-        current = {(m.ns, m.id) for m in markers}
-        markers += self._deletes(self._published - current, stamp)
-        self._published = current
-        out = MarkerArray()
-        out.markers = markers
-        return out
-
-    def clear(self, stamp: Any = None) -> MarkerArray:
-        """DELETE everything published so far."""
-        out = MarkerArray()
-        out.markers = self._deletes(self._published, stamp)
-        self._published = set()
-        return out
-
-
-# --------------------------------------------------------------------------- node
 @dataclass
 class _Pipeline:
     """Everything derived from one robot model + settings (swapped atomically)."""
@@ -892,7 +203,7 @@ class PlannerNode(Node):
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
 
         self._settings = start_up_settings(
-            self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)
+            self, PARAMETERS, settings_from_values, self.world, READ_ONLY)
 
         # ---- interfaces
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -971,7 +282,7 @@ class PlannerNode(Node):
         return _Pipeline(
             robot=robot,
             settings=settings,
-            checker=_checker_for(robot, settings),
+            checker=make_checker(robot, settings),
             mapper=JointStateMapper(robot.joint_names),
             frame_id=settings.frame_id or robot.base_name,
         )
@@ -1030,7 +341,7 @@ class PlannerNode(Node):
                 time_parameterize_path(
                     path, robot, 1.0, 1.0, pipe.settings.acceleration_limit,
                     pipe.settings.trajectory_method, checker=pipe.checker, world=world)
-            ee = _default_end_effector(robot, pipe.settings.end_effector)
+            ee = default_end_effector(robot, pipe.settings.end_effector)
             region = WorkspaceGoalRegion(ee, robot.link_transforms(valid[1])[ee])
             with contextlib.suppress(RobotCollisionError):
                 planner.plan(valid[0], region, time_limit=60.0, should_stop=stop)
