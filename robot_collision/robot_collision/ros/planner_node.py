@@ -78,13 +78,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Union
+from dataclasses import replace
+from typing import Any, Optional
 
 import numpy as np
 from numpy.typing import NDArray
@@ -103,7 +101,6 @@ from visualization_msgs.msg import MarkerArray
 from robot_collision_interfaces.action import PlanMotion
 from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
 
-from ..collision.checker import CollisionChecker
 from ..errors import (
     PlanningCancelledError,
     RobotCollisionError,
@@ -113,11 +110,16 @@ from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
 from .markers import PlannedPathMarkers
-from .planner_execution import densify, time_parameterize_path
+from .planner_execution import (
+    GoalContext,
+    Pipeline,
+    PlanningWorker,
+    densify,
+    time_parameterize_path,
+)
 from .planner_goals import (
     ErrorCode,
     GoalError,
-    PlanRequest,
     default_end_effector,
     error_code_for,
     parse_goal,
@@ -133,49 +135,6 @@ __all__ = ["PlannerNode", "PARAMETERS", "main"]
 NODE_NAME = "planner"
 ACTION_NAME = "~/plan_motion"
 
-@dataclass
-class _Pipeline:
-    """Everything derived from one robot model + settings (swapped atomically)."""
-
-    robot: RobotModel
-    settings: PlannerSettings
-    checker: CollisionChecker  # used only under the node's planning lock
-    mapper: JointStateMapper
-    frame_id: str
-
-
-@dataclass
-class _GoalContext:
-    """Book-keeping of one accepted goal (shared by its execute callback and the worker)."""
-
-    handle: Any
-    key: bytes
-    label: str
-    request: Optional[PlanRequest] = None
-    pipeline: Optional[_Pipeline] = None
-    error: Optional[tuple[int, str]] = None
-    start: Optional[NDArray[np.float64]] = None
-    stop: threading.Event = field(default_factory=threading.Event)
-    stop_code: int = ErrorCode.CANCELLED
-    stop_message: str = ""
-    wake: threading.Event = field(default_factory=threading.Event)  # stop or worker done
-    outcome: Any = None  # PlanMotion.Result from the worker
-    done: threading.Event = field(default_factory=threading.Event)  # execute finished
-    cancel_time: float = math.nan
-
-    def request_stop(self, code: int, message: str) -> None:
-        """First caller wins (a cancel during preemption stays a preemption)."""
-        if not self.stop.is_set():
-            self.stop_code, self.stop_message = code, message
-            if code == ErrorCode.CANCELLED:
-                self.cancel_time = time.monotonic()
-            self.stop.set()
-        self.wake.set()
-
-
-_Job = Union[_GoalContext, Callable[[], None], None]
-
-
 class PlannerNode(Node):
     """Motion-planning action server (see the module docstring). ``kwargs`` go to
     ``rclpy.node.Node`` (``context``, ``namespace``, ``parameter_overrides``, ...)."""
@@ -183,13 +142,12 @@ class PlannerNode(Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
-        self._jobs: queue.Queue[_Job] = queue.Queue()
         self._state_cond = threading.Condition()
-        self._pipeline: Optional[_Pipeline] = None
+        self._pipeline: Optional[Pipeline] = None
         self._q: Optional[NDArray[np.float64]] = None
         self._q_robot: Optional[RobotModel] = None
-        self._goals: dict[bytes, _GoalContext] = {}
-        self._active: Optional[_GoalContext] = None
+        self._goals: dict[bytes, GoalContext] = {}
+        self._active: Optional[GoalContext] = None
         self._markers: Optional[PlannedPathMarkers] = None
         self._shutting_down = False
         self.stats = {"goals": 0, "succeeded": 0, "failed": 0, "cancelled": 0, "preempted": 0}
@@ -258,9 +216,8 @@ class PlannerNode(Node):
             callback_group=self._action_group,
         )
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._worker = threading.Thread(target=self._worker_loop, name="planner-worker",
-                                        daemon=True)
-        self._worker.start()
+        self._worker = PlanningWorker(self._run_goal, PlanMotion.Result,
+                                      self.get_logger().error)
         with contextlib.suppress(Exception):  # stop goals as soon as rclpy shuts down
             self.context.on_shutdown(self._on_context_shutdown)
         self._loader.start()
@@ -278,8 +235,8 @@ class PlannerNode(Node):
         return pipe.robot if pipe is not None else None
 
     # ------------------------------------------------------------------ robot, parameters
-    def _build_pipeline(self, robot: RobotModel, settings: PlannerSettings) -> _Pipeline:
-        return _Pipeline(
+    def _build_pipeline(self, robot: RobotModel, settings: PlannerSettings) -> Pipeline:
+        return Pipeline(
             robot=robot,
             settings=settings,
             checker=make_checker(robot, settings),
@@ -287,7 +244,7 @@ class PlannerNode(Node):
             frame_id=settings.frame_id or robot.base_name,
         )
 
-    def _install(self, pipe: _Pipeline) -> None:
+    def _install(self, pipe: Pipeline) -> None:
         with self._lock:
             old = self._pipeline
             self._pipeline = pipe
@@ -311,9 +268,9 @@ class PlannerNode(Node):
         self.get_logger().info(
             f"planner ready for {robot.name!r} on {self.resolve_action_name()}")
         if pipe.settings.warm_up:
-            self._jobs.put(lambda: self._warm_up(pipe))
+            self._worker.submit(lambda: self._warm_up(pipe))
 
-    def _warm_up(self, pipe: _Pipeline) -> None:
+    def _warm_up(self, pipe: Pipeline) -> None:
         """Plan, shorten and time once (joint goal and goal region) between random valid
         configurations in the worker, so that numba loads or compiles the kernels before the
         first goal (the first compilation takes seconds and would otherwise count against that
@@ -435,7 +392,7 @@ class PlannerNode(Node):
     def _on_accepted(self, goal_handle: Any) -> None:
         key = bytes(goal_handle.goal_id.uuid)
         label = str(uuid.UUID(bytes=key))[:8]
-        ctx = _GoalContext(goal_handle, key, label)
+        ctx = GoalContext(goal_handle, key, label)
         pipe = self._pipeline
         try:
             if pipe is None:
@@ -493,7 +450,7 @@ class PlannerNode(Node):
         ctx = self._goals.get(key)
         try:
             if ctx is None:  # not accepted through _on_accepted (cannot happen)
-                ctx = _GoalContext(goal_handle, key, "?")
+                ctx = GoalContext(goal_handle, key, "?")
                 ctx.error = (ErrorCode.INTERNAL_ERROR, "goal was not registered")
             if ctx.error is not None:
                 result.error_code, result.message = ctx.error
@@ -512,7 +469,7 @@ class PlannerNode(Node):
         self._finish(goal_handle, ctx, result)
         return result
 
-    def _serve(self, ctx: _GoalContext, result: Any) -> None:
+    def _serve(self, ctx: GoalContext, result: Any) -> None:
         pipe = ctx.pipeline
         assert pipe is not None
         try:
@@ -523,7 +480,7 @@ class PlannerNode(Node):
         except GoalError as exc:
             result.error_code, result.message = exc.code, str(exc)
             return
-        self._jobs.put(ctx)
+        self._worker.submit(ctx)
         while not ctx.wake.wait(0.05):
             if self._shutting_down or not self.context.ok():
                 # rclpy's signal handler shuts the context down without running Python
@@ -540,39 +497,23 @@ class PlannerNode(Node):
         for name in ("error_code", "message", "trajectory", "planning_time", "iterations"):
             setattr(result, name, getattr(outcome, name))
 
-    def _worker_loop(self) -> None:
-        """The planning thread: runs jobs (goals, warm-up) one at a time, so the planner's
-        checker is never used concurrently and planning never competes with itself for CPU."""
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            if not isinstance(job, _GoalContext):
-                try:
-                    job()
-                except Exception as exc:
-                    self.get_logger().error(f"planner job failed: {type(exc).__name__}: {exc}")
-                continue
-            ctx = job
-            outcome = PlanMotion.Result()
-            try:
-                if ctx.stop.is_set():
-                    self._stopped(ctx, outcome)
-                else:
-                    self._plan_goal(ctx, outcome)
-            except Exception as exc:
-                outcome.error_code, outcome.message = error_code_for(exc)
-            ctx.outcome = outcome
-            ctx.wake.set()
+    def _run_goal(self, ctx: GoalContext) -> Any:
+        """Plan one goal on the worker thread (see :class:`PlanningWorker`)."""
+        outcome = PlanMotion.Result()
+        if ctx.stop.is_set():
+            self._stopped(ctx, outcome)
+        else:
+            self._plan_goal(ctx, outcome)
+        return outcome
 
-    def _stopped(self, ctx: _GoalContext, result: Any) -> None:
+    def _stopped(self, ctx: GoalContext, result: Any) -> None:
         if not ctx.stop.is_set():  # the client cancelled before our callback ran
             ctx.request_stop(ErrorCode.CANCELLED, "cancelled by the client")
         result.error_code = ctx.stop_code
         result.message = ctx.stop_message
         result.trajectory = JointTrajectory()
 
-    def _start_state(self, ctx: _GoalContext, pipe: _Pipeline) -> NDArray[np.float64]:
+    def _start_state(self, ctx: GoalContext, pipe: Pipeline) -> NDArray[np.float64]:
         req = ctx.request
         assert req is not None
         if req.start is not None:
@@ -602,7 +543,7 @@ class PlannerNode(Node):
                 q = np.clip(q, robot.lower, robot.upper)
         return q
 
-    def _plan_goal(self, ctx: _GoalContext, result: Any) -> None:
+    def _plan_goal(self, ctx: GoalContext, result: Any) -> None:
         pipe, req = ctx.pipeline, ctx.request
         assert pipe is not None and req is not None
         if pipe.robot is not (self._pipeline.robot if self._pipeline else None):
@@ -681,7 +622,7 @@ class PlannerNode(Node):
             result.trajectory = JointTrajectory()
             self._clear_path()
 
-    def _finish(self, goal_handle: Any, ctx: Optional[_GoalContext], result: Any) -> None:
+    def _finish(self, goal_handle: Any, ctx: Optional[GoalContext], result: Any) -> None:
         """Move the goal to its terminal state."""
         code = int(result.error_code)
         name = ErrorCode.name(code)
@@ -720,7 +661,7 @@ class PlannerNode(Node):
 
     # ------------------------------------------------------------------ visualisation
     def _publish_path(
-        self, pipe: _Pipeline, dense: NDArray[np.float64], end_effector: str,
+        self, pipe: Pipeline, dense: NDArray[np.float64], end_effector: str,
         q_start: NDArray[np.float64], trajectory: JointTrajectory,
     ) -> None:
         try:
@@ -777,13 +718,10 @@ class PlannerNode(Node):
         server and the node."""
         self._shutting_down = True
         self.stop_all_goals()
-        self._jobs.put(None)  # the worker exits after its current job
-        if self._worker.is_alive() and threading.current_thread() is not self._worker:
-            self._worker.join(worker_timeout)
-            if self._worker.is_alive():
-                self.get_logger().warning(
-                    f"the planning thread is still busy after {worker_timeout:g} s "
-                    "(compiling?); destroying the node anyway")
+        if not self._worker.stop(worker_timeout):  # exits after its current job
+            self.get_logger().warning(
+                f"the planning thread is still busy after {worker_timeout:g} s "
+                "(compiling?); destroying the node anyway")
         with contextlib.suppress(Exception):
             self._action_server.destroy()
         super().destroy_node()
