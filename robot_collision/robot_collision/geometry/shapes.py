@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import MeshError, ShapeError
+from ..load_limits import LoadLimits, limits_or_default
+from .mesh_io import load_mesh, mesh_scale
 
 __all__ = [
     "SPHERE",
@@ -40,7 +41,6 @@ __all__ = [
     "Cylinder",
     "Mesh",
     "WorldObject",
-    "load_mesh_vertices",
 ]
 
 SPHERE = 0
@@ -175,52 +175,6 @@ class Cylinder(Shape):
         return np.zeros(3), np.array([r, r, 0.5 * self.length])
 
 
-def _read_obj(path: Path) -> NDArray[np.float64]:
-    rows = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.startswith("v "):
-                parts = line.split()
-                rows.append([float(parts[1]), float(parts[2]), float(parts[3])])
-    return np.asarray(rows, dtype=float).reshape(-1, 3)
-
-
-def _read_stl(path: Path) -> NDArray[np.float64]:
-    data = path.read_bytes()
-    if len(data) >= 84:
-        count = int(np.frombuffer(data[80:84], dtype="<u4")[0])
-        if 84 + 50 * count == len(data):
-            rec = np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
-            tris = np.frombuffer(data[84:], dtype=rec, count=count)
-            return np.asarray(tris["v"], dtype=float).reshape(-1, 3)
-    rows = []
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "vertex":
-            rows.append([float(parts[1]), float(parts[2]), float(parts[3])])
-    return np.asarray(rows, dtype=float).reshape(-1, 3)
-
-
-def load_mesh_vertices(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
-    """Read the vertices ``(k, 3)`` of an OBJ or STL file (ASCII or binary STL)."""
-    p = Path(path)
-    if not p.is_file():
-        raise MeshError(f"mesh file {str(p)!r} does not exist; check the filename or package_dirs")
-    suffix = p.suffix.lower()
-    try:
-        if suffix == ".obj":
-            verts = _read_obj(p)
-        elif suffix == ".stl":
-            verts = _read_stl(p)
-        else:
-            raise MeshError(
-                f"mesh file {str(p)!r} has unsupported format {suffix!r}; use .stl or .obj"
-            )
-    except (OSError, ValueError, IndexError) as exc:
-        raise MeshError(f"cannot read mesh file {str(p)!r}: {exc}") from exc
-    return verts
-
-
 def _convex_hull_vertices(points: NDArray[np.float64], source: str) -> NDArray[np.float64]:
     from scipy.spatial import ConvexHull, QhullError
 
@@ -240,26 +194,36 @@ def _convex_hull_vertices(points: NDArray[np.float64], source: str) -> NDArray[n
 
 @dataclass(frozen=True, eq=False)
 class Mesh(Shape):
-    """Convex mesh: the convex hull of ``source`` (vertices ``(k, 3)`` or an STL/OBJ path),
-    each vertex multiplied by ``scale`` (a number or ``(3,)`` per axis)."""
+    """Convex mesh: the convex hull of ``source`` (vertices ``(k, 3)`` or a mesh file path, see
+    :func:`~robot_collision.geometry.mesh_io.load_mesh`), each vertex multiplied by ``scale`` (a
+    number or ``(3,)`` per axis). ``limits`` caps the file and vertex count (defaults when None).
+    """
 
     source: Union[ArrayLike, str, os.PathLike[str]]
     scale: Union[float, ArrayLike] = 1.0
+    limits: Optional[LoadLimits] = field(default=None, repr=False, compare=False)
     hull: NDArray[np.float64] = field(init=False, repr=False)
     kind = MESH
 
     def __post_init__(self) -> None:
+        try:
+            scale = mesh_scale(self.scale, "Mesh")
+        except MeshError as exc:
+            raise ShapeError(str(exc)) from None
         if isinstance(self.source, (str, os.PathLike)):
-            pts = load_mesh_vertices(self.source)
             label = repr(str(self.source))
+            pts = load_mesh(self.source, scale, self.limits).vertices
         else:
-            pts = np.asarray(self.source, dtype=float)
             label = "from vertices"
-        scale = np.broadcast_to(np.asarray(self.scale, dtype=float), (3,))
-        if not np.all(np.isfinite(scale)) or np.any(scale == 0):
-            raise ShapeError(f"Mesh scale must be finite and non-zero, got {self.scale!r}")
-        if pts.ndim == 2 and pts.shape[1] == 3:
-            pts = pts * scale
+            try:
+                pts = np.asarray(self.source, dtype=float)
+            except (TypeError, ValueError):
+                raise MeshError("mesh vertices must be a (k, 3) array of numbers") from None
+            lim = limits_or_default(self.limits)
+            if pts.ndim == 2 and len(pts) > lim.max_mesh_vertices:
+                raise MeshError(lim.exceeded("max_mesh_vertices", "mesh vertex count", len(pts)))
+            if pts.ndim == 2 and pts.shape[1] == 3:
+                pts = pts * scale
         object.__setattr__(self, "hull", _convex_hull_vertices(pts, label))
 
     def params(self) -> NDArray[np.float64]:

@@ -184,7 +184,8 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
     """Resolve a mesh filename (``package://``, ``file://``, absolute or relative) to a path."""
     named, roots = _package_roots(package_dirs)
     if uri.startswith("package://"):
-        rest = uri[len("package://") :]
+        # "package:///pkg/rel" (an extra slash, written by some exporters) means "package://pkg/rel"
+        rest = uri[len("package://") :].lstrip("/")
         pkg, _, rel = rest.partition("/")
         if pkg in named:
             return named[pkg] / rel
@@ -211,7 +212,9 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
             "pass package_dirs={'%s': '/path/to/%s'}" % (pkg, pkg)
         )
     if uri.startswith("file://"):
-        return Path(uri[len("file://") :])
+        from urllib.parse import unquote
+
+        return Path(unquote(uri[len("file://") :]))
     p = Path(uri)
     if p.is_absolute():
         return p

@@ -24,7 +24,7 @@ World file (YAML)::
       - id: wedge
         type: mesh                         # convex hull of the vertices, or of a file's:
         vertices: [[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2]]
-        # file: meshes/wedge.stl           # STL/OBJ, relative to the world file
+        # file: meshes/wedge.stl           # STL/OBJ/PLY/DAE, relative to the world file
         scale: 1.0
 
 Instead of ``dimensions`` an object may give named sizes: ``size: [x, y, z]`` (box),

@@ -138,7 +138,7 @@ def test_thread_safety() -> None:
 def test_world_file_schema(tmp_path: Path) -> None:
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "tet.obj").write_text(
-        "v 0 0 0\nv 0.2 0 0\nv 0 0.2 0\nv 0 0 0.2\nf 1 2 3\n")
+        "v 0 0 0\nv 0.2 0 0\nv 0 0.2 0\nv 0 0 0.2\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
     (tmp_path / "world.yaml").write_text(
         """
 frame_id: base_link

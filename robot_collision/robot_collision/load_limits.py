@@ -1,0 +1,76 @@
+"""Caps on what a file can bring into the model, checked before the expensive work.
+
+:class:`LoadLimits` is passed to every loader (``RobotModel.from_urdf``, ``load_mesh``, the world
+file loader); ``None`` means the defaults below. A file over a cap raises a typed error
+(:class:`~robot_collision.errors.URDFError`, :class:`~robot_collision.errors.MeshError`, ...)
+whose message names the cap and how to raise it, before the file is read, parsed or built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Optional
+
+__all__ = ["LoadLimits", "DEFAULT_LOAD_LIMITS", "format_bytes", "limits_or_default"]
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """Size caps of loaded files (defaults fit every robot of ``example-robot-data`` with room).
+
+    Mesh caps apply to every mesh file (URDF ``<mesh>``, world files, ``Mesh(path)``):
+
+    - ``max_mesh_bytes``: file size, checked with ``stat`` before reading (64 MiB; the largest
+      mesh of example-robot-data is 28 MB);
+    - ``max_mesh_vertices``: vertices as stored in the file, before duplicates are merged (a
+      binary STL stores 3 per triangle), checked after parsing and before the hull;
+    - ``max_mesh_faces``: triangles (polygons are triangulated), checked likewise (binary STL:
+      from its header, before parsing).
+    """
+
+    max_mesh_bytes: int = 64 * MiB
+    max_mesh_vertices: int = 6_000_000
+    max_mesh_faces: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"LoadLimits.{f.name} must be a number, got {value!r}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"LoadLimits.{f.name} must be finite and positive, got {value!r}")
+
+    def exceeded(self, name: str, what: str, value: float, unit: str = "") -> str:
+        """Message for ``what`` being ``value`` over the cap ``name``: says how to raise it."""
+        cap = getattr(self, name)
+        if unit == "bytes":
+            shown, limit = format_bytes(value), format_bytes(cap)
+        else:
+            shown, limit = f"{int(value):,}{unit}", f"{int(cap):,}{unit}"
+        return (
+            f"{what} is {shown}, above the limit of {limit} (LoadLimits.{name}); "
+            f"pass limits=LoadLimits({name}=...) to the loader to allow it"
+        )
+
+
+DEFAULT_LOAD_LIMITS = LoadLimits()
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a short human-readable size (``"3.0 GiB"``)."""
+    if n < 1024:
+        return f"{int(n)} bytes"
+    size, unit = float(n), "bytes"
+    for unit in ("KiB", "MiB", "GiB"):  # noqa: B007 (the last unit reached is used)
+        size /= 1024
+        if size < 1024:
+            break
+    return f"{size:.1f} {unit}"
+
+
+def limits_or_default(limits: Optional[LoadLimits]) -> LoadLimits:
+    """``limits``, or the defaults when ``None``."""
+    return DEFAULT_LOAD_LIMITS if limits is None else limits
