@@ -15,7 +15,8 @@ The core package never imports rclpy; everything ROS lives here. Modules:
 - nodes: :mod:`.checker_node` (``collision_checker``), :mod:`.filter_node`
   (``velocity_filter``), :mod:`.planner_node` (``planner``; its parameters in
   :mod:`.planner_settings`, goal validation in :mod:`.planner_goals`, the planning thread and
-  path timing in :mod:`.planner_execution`), :mod:`.mock_arm` (``mock_arm``); nodes never import each other;
+  path timing in :mod:`.planner_execution`), :mod:`.mock_arm` (``mock_arm``); nodes never
+  import each other;
 - :mod:`.bringup`: ``robot_collision_bringup``, all nodes in one process (no launch_ros needed);
 - :mod:`.demo`: ``make demo``, a ROS client of the running system;
 - :mod:`.reference`: the README's node reference, generated from the nodes.
