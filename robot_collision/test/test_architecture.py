@@ -1,6 +1,7 @@
 """The layer rules of the package, read from the imports of every module (``ast``, no import).
 
-Layers, lowest first: the foundation modules (``errors``, ``jitcall``); ``geometry``; ``model``;
+Layers, lowest first: the foundation modules (``errors``, ``jitcall``, ``load_limits``,
+``safe_xml``); ``geometry``; ``model``;
 ``collision``; ``planning`` and ``control`` (side by side: neither imports the other); ``tools``;
 ``ros``. A module may import its own layer and lower ones. Only ``ros`` imports rclpy or ROS
 message packages; the package facade (``robot_collision/__init__.py``) is imported only by
@@ -16,9 +17,10 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "robot_collision"
+FOUNDATION = {"errors", "jitcall", "load_limits", "safe_xml"}
 RANK = {
-    "errors": 0, "jitcall": 0, "geometry": 1, "model": 2, "collision": 3,
-    "planning": 4, "control": 4, "tools": 5, "ros": 6,
+    "foundation": 0, "geometry": 1, "model": 2, "collision": 3, "planning": 4, "control": 4,
+    "tools": 5, "ros": 6,
 }
 # (ament_index_python, a plain library that resolves package:// paths, is allowed everywhere)
 ROS_IMPORTS = ("rclpy", "rcl_interfaces", "builtin_interfaces", "robot_collision_interfaces",
@@ -68,7 +70,9 @@ def _internal(target: str, modules: dict[str, Path]) -> str | None:
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""  # "" = the facade robot_collision/__init__
+    if len(parts) == 1:
+        return ""  # the facade robot_collision/__init__
+    return "foundation" if parts[1] in FOUNDATION else parts[1]
 
 
 def _edges() -> list[tuple[str, str, int]]:
