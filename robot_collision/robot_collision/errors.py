@@ -21,6 +21,7 @@ __all__ = [
     "GoalUnreachableError",
     "NoPathFoundError",
     "PlanningCancelledError",
+    "ModelLoadWarning",
 ]
 
 
@@ -85,3 +86,9 @@ class NoPathFoundError(PlanningError):
 
 class PlanningCancelledError(PlanningError):
     """Planning was cancelled by the caller."""
+
+
+class ModelLoadWarning(UserWarning):
+    """A robot description loaded, but the loader dropped or defaulted something in it (an SRDF
+    entry naming an unknown link, a joint without a velocity limit, ...). Each warning is also
+    recorded in the model's :class:`~robot_collision.model.load_report.LoadReport`."""

@@ -29,11 +29,17 @@ class LoadLimits:
       binary STL stores 3 per triangle), checked after parsing and before the hull;
     - ``max_mesh_faces``: triangles (polygons are triangulated), checked likewise (binary STL:
       from its header, before parsing).
+
+    Not a cap but the one loading default: ``default_velocity_limit`` (rad/s for revolute and
+    continuous joints, m/s for prismatic ones, 1.0) is given, with a warning, to every moving
+    joint whose URDF gives no velocity limit (``velocity`` missing or ``"0"``, or no ``<limit>``),
+    so that no joint is ever unlimited.
     """
 
     max_mesh_bytes: int = 64 * MiB
     max_mesh_vertices: int = 6_000_000
     max_mesh_faces: int = 2_000_000
+    default_velocity_limit: float = 1.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -47,6 +47,7 @@ CONSOLE_SCRIPTS = {
     "mock_arm": "robot_collision.ros.mock_arm:main",
     "robot_collision_bringup": "robot_collision.ros.bringup:main",
     "robot_collision_demo": "robot_collision.ros.demo:main",
+    "robot_collision": "robot_collision.tools.cli:main",
 }
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import io
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
@@ -32,7 +34,14 @@ from ..errors import MeshError
 from ..load_limits import LoadLimits, limits_or_default
 from ..safe_xml import parse_xml
 
-__all__ = ["MESH_SUFFIXES", "TriangleMesh", "load_mesh", "check_mesh_file_size", "mesh_scale"]
+__all__ = [
+    "MESH_SUFFIXES",
+    "TriangleMesh",
+    "load_mesh",
+    "check_mesh_file_size",
+    "mesh_scale",
+    "clear_mesh_cache",
+]
 
 MESH_SUFFIXES = (".stl", ".obj", ".ply", ".dae")
 """File name suffixes (any case) that :func:`load_mesh` reads."""
@@ -42,7 +51,8 @@ _PLY_HEADER_MAX = 1 << 16  # bytes searched for a PLY header's end_header line
 
 class TriangleMesh(NamedTuple):
     """A triangle mesh: ``vertices`` (N, 3) m, unique; ``faces`` (M, 3) int64 vertex indices
-    (M = 0 for a file with points only, e.g. an OBJ of bare ``v`` lines)."""
+    (M = 0 for a file with points only, e.g. an OBJ of bare ``v`` lines). ``faces`` is
+    read-only (shared with the parse cache)."""
 
     vertices: NDArray[np.float64]
     faces: NDArray[np.int64]
@@ -187,6 +197,63 @@ def load_mesh(
             f"{', '.join(MESH_SUFFIXES)}"
         )
     size = check_mesh_file_size(p, lim)
+    key = _cache_key(p)
+    hit = None
+    if key is not None:
+        with _CACHE_LOCK:
+            hit = _CACHE.get(key)
+            if hit is not None:
+                _CACHE.move_to_end(key)
+    if hit is None:
+        hit = _read(p, size, suffix, label, lim)
+        if key is not None:
+            _cache_put(key, hit)
+    V0, F, unit, n_raw, f_raw = hit
+    _check_counts(lim, label, n_raw, f_raw, "parsed")
+    V = V0 * (s * unit)
+    if not np.all(np.isfinite(V)):
+        raise MeshError(f"{label}: scale {scale!r} makes vertex coordinates overflow")
+    return TriangleMesh(V, F)
+
+
+# Parsed meshes, unscaled, by (path, size, mtime, inode): a robot uses a file once per link that
+# references it, and a node reloads the same robot on every new description. Bounded by the
+# total vertex count; entries are read-only arrays.
+_CacheEntry = tuple[NDArray[np.float64], NDArray[np.int64], float, int, int]
+_CACHE: OrderedDict[tuple[str, int, int, int], _CacheEntry] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHE_MAX_VERTICES = 4_000_000
+"""Total merged vertices kept by the mesh cache (about 100 MB with faces)."""
+
+
+def _cache_key(p: Path) -> Optional[tuple[str, int, int, int]]:
+    try:
+        st = p.stat()
+        return (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    except OSError:
+        return None
+
+
+def _cache_put(key: tuple[str, int, int, int], entry: _CacheEntry) -> None:
+    n = len(entry[0])
+    if n > CACHE_MAX_VERTICES:
+        return
+    with _CACHE_LOCK:
+        _CACHE[key] = entry
+        total = sum(len(e[0]) for e in _CACHE.values())
+        while total > CACHE_MAX_VERTICES and _CACHE:
+            _, old = _CACHE.popitem(last=False)
+            total -= len(old[0])
+
+
+def clear_mesh_cache() -> None:
+    """Forget every parsed mesh (files are re-read on next use)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _read(p: Path, size: int, suffix: str, label: str, lim: LoadLimits) -> _CacheEntry:
+    """(unique vertices, faces, metres per unit, raw vertex count, face count) of file ``p``."""
     try:
         with open(p, "rb") as fh:
             data = fh.read(size + 1)
@@ -206,14 +273,15 @@ def load_mesh(
         unit = _collada_unit(data, label)
     V, F = _parse(data, suffix, label)
     del data
-    _check_counts(lim, label, len(V), len(F), "parsed")
+    n_raw, f_raw = len(V), len(F)
+    _check_counts(lim, label, n_raw, f_raw, "parsed")
     if not np.all(np.isfinite(V)):
         raise MeshError(f"{label} has non-finite vertex coordinates")
     # merge exact duplicates (an STL stores every vertex once per triangle)
     V, inverse = np.unique(V, axis=0, return_inverse=True)
-    F = inverse.reshape(-1)[F] if len(F) else F
-    V = V * (s * unit)
-    if not np.all(np.isfinite(V)):
-        raise MeshError(f"{label}: scale {scale!r} makes vertex coordinates overflow")
-    return TriangleMesh(np.ascontiguousarray(V), np.ascontiguousarray(F, dtype=np.int64))
+    F = np.ascontiguousarray(inverse.reshape(-1)[F] if len(F) else F, dtype=np.int64)
+    V = np.ascontiguousarray(V)
+    V.flags.writeable = False
+    F.flags.writeable = False
+    return V, F, unit, n_raw, f_raw
 

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigurationError, ModelError, ShapeError, SRDFError, UnknownNameError
 from ..geometry.shapes import Shape
+from ..load_limits import LoadLimits
 from .kinematics import (
     PRISMATIC,
     REVOLUTE,
@@ -27,6 +28,7 @@ from .kinematics import (
     fk_into,
     forward_kinematics_batch,
 )
+from .load_report import DROPPED, LoadReport
 from .urdf import PackageDirs, SRDFDescription, URDFDescription, parse_srdf, parse_urdf
 
 __all__ = ["JointInfo", "RobotModel", "CONTINUOUS_SAMPLE_RANGE"]
@@ -59,6 +61,7 @@ class RobotModel:
         self, description: URDFDescription, srdf: Optional[SRDFDescription] = None
     ) -> None:
         self.name = description.name
+        self.load_report: LoadReport = description.report  # what loading changed or dropped
         self._build_tree(description)
         self.srdf = srdf
         self._geometry: dict[str, list[tuple[Shape, NDArray[np.float64]]]] = {
@@ -75,12 +78,21 @@ class RobotModel:
         path_or_xml: Union[str, os.PathLike[str]],
         srdf: Union[str, os.PathLike[str], None] = None,
         package_dirs: PackageDirs = None,
+        limits: Optional[LoadLimits] = None,
+        warn: bool = True,
     ) -> RobotModel:
-        """Load a URDF (file path or XML string) and an optional SRDF (path or XML string)."""
-        desc = parse_urdf(path_or_xml, package_dirs=package_dirs)
+        """Load a URDF (file path or XML string) and an optional SRDF (path or XML string).
+
+        ``limits`` caps file sizes and counts and sets loading defaults
+        (:class:`~robot_collision.load_limits.LoadLimits`; defaults when None). What the loader
+        had to drop or default is in ``model.load_report`` and, with ``warn``, also issued as
+        :class:`~robot_collision.errors.ModelLoadWarning` warnings."""
+        report = LoadReport(warn=warn)
+        desc = parse_urdf(path_or_xml, package_dirs=package_dirs, limits=limits, report=report)
         model = cls(desc)
         if srdf is not None:
-            model.srdf = parse_srdf(srdf, model.link_names)
+            all_joints = [j.name for j in desc.joints]
+            model.srdf = parse_srdf(srdf, model.link_names, all_joints, report)
             model.groups = model._expand_groups(model.srdf)
         return model
 
@@ -123,6 +135,11 @@ class RobotModel:
             for j in actuated
         ]
         self.joint_names: list[str] = [j.name for j in self.joints]
+        self.joint_types: dict[str, str] = {j.name: j.type for j in jorder[1:]}
+        """Type of every URDF joint (fixed and mimic ones too), in tree order."""
+        self.mimic_joint_names: list[str] = [
+            j.name for j in jorder[1:] if j.type != "fixed" and j.mimic is not None
+        ]
         qindex = {j.name: k for k, j in enumerate(self.joints)}
         parent = np.full(L, -1, dtype=np.int64)
         jtype = np.zeros(L, dtype=np.int64)
@@ -172,22 +189,44 @@ class RobotModel:
         }
 
     def _expand_groups(self, srdf: SRDFDescription) -> dict[str, list[str]]:
-        """Group name -> actuated joint names (joints, links, chains and subgroups expanded)."""
+        """Group name -> actuated joint names (joints, links, chains and subgroups expanded).
+
+        A member naming a joint, link or group that does not exist, or a chain whose base is
+        not an ancestor of its tip, is dropped with a note in :attr:`load_report`."""
         out: dict[str, list[str]] = {}
         actuated = set(self.joint_names)
+        all_joints = set(self.link_joint.values())
+        report = self.load_report
+        noted: set[str] = set()
+
+        def drop(element: str, message: str) -> None:
+            if element not in noted:  # subgroups are expanded once per including group
+                noted.add(element)
+                report.add("SRDF", element, DROPPED, message)
 
         def expand(g: str, depth: int = 0) -> list[str]:
             if depth > 20:
                 raise SRDFError(f"SRDF group {g!r} includes itself")
-            names: list[str] = [j for j in srdf.groups.get(g, [])]
+            names: list[str] = []
+            for j in srdf.groups.get(g, []):
+                if j in all_joints:
+                    names.append(j)
+                else:
+                    drop(f"group {g!r} joint {j!r}",
+                         f"group {g!r} names joint {j!r}, which is not in the URDF; dropped")
             for lname in srdf.group_links.get(g, []):
                 if lname in self.link_joint:
                     names.append(self.link_joint[lname])
+                elif lname not in self._link_index:
+                    drop(f"group {g!r} link {lname!r}",
+                         f"group {g!r} names link {lname!r}, which is not in the URDF; dropped")
             for base, tip in srdf.group_chains.get(g, []):
-                if base not in self._link_index or tip not in self._link_index:
-                    raise SRDFError(
-                        f"SRDF group {g!r} chain names unknown link {base!r} or {tip!r}"
-                    )
+                element = f"group {g!r} chain {base!r}-{tip!r}"
+                missing = [x for x in (base, tip) if x not in self._link_index]
+                if missing:
+                    drop(element, f"group {g!r} chain from {base!r} to {tip!r} names link "
+                         f"{missing[0]!r}, which is not in the URDF; chain dropped")
+                    continue
                 link: Optional[str] = tip
                 chain: list[str] = []
                 while link is not None and link != base:
@@ -195,12 +234,19 @@ class RobotModel:
                         chain.append(self.link_joint[link])
                     link = self.parent_of[link]
                 if link != base:
-                    raise SRDFError(f"SRDF group {g!r}: {base!r} is not an ancestor of {tip!r}")
+                    drop(element, f"group {g!r} chain: {base!r} is not an ancestor of {tip!r}; "
+                         "chain dropped")
+                    continue
                 names.extend(reversed(chain))
             for sub in srdf.group_subgroups.get(g, []):
+                if sub not in srdf.groups:
+                    drop(f"group {g!r} subgroup {sub!r}",
+                         f"group {g!r} includes group {sub!r}, which the SRDF does not define; "
+                         "dropped")
+                    continue
                 names.extend(expand(sub, depth + 1))
-            ordered = [j for j in self.joint_names if j in set(names) and j in actuated]
-            return ordered
+            wanted = set(names)
+            return [j for j in self.joint_names if j in wanted and j in actuated]
 
         for g in srdf.groups:
             out[g] = expand(g)

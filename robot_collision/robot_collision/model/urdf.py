@@ -7,6 +7,24 @@ non-standard ``<capsule radius="r" length="l"/>`` element inside ``<geometry>``.
 ``package_dirs`` (a mapping ``{pkg: dir}`` or a list of directories that contain ``pkg/``).
 Relative mesh paths resolve against the URDF file's directory (or ``package_dirs`` roots); as a
 last resort ``package://pkg/rel`` is also looked up as ``<urdf dir>/pkg/rel``.
+
+Lenient where real files are sloppy and the fix is safe, as MoveIt and pinocchio are; each such
+fix is a note in the :class:`~robot_collision.model.load_report.LoadReport` and a
+:class:`~robot_collision.errors.ModelLoadWarning`:
+
+- a moving joint without a velocity limit (``velocity`` missing or ``"0"``, or no ``<limit>`` on
+  a continuous joint) gets ``LoadLimits.default_velocity_limit`` (never unlimited); fixed joints
+  need none; a missing or zero ``effort`` means "not given" (``inf``);
+- a mimic joint naming a joint that does not exist becomes an independent joint (MoveIt does
+  the same; pinocchio treats every mimic joint as independent unless asked otherwise);
+- an SRDF entry naming a link or joint that is not in the URDF is dropped, the rest is kept.
+
+Everything else that is malformed is a typed error (:class:`~robot_collision.errors.URDFError`,
+:class:`~robot_collision.errors.SRDFError`, :class:`~robot_collision.errors.MeshError`): XML
+that is not well-formed, a DOCTYPE or entity, a missing or duplicate name, an unknown joint type
+or link, a revolute/prismatic joint without ``<limit>``, any non-finite number (limits, origins,
+axes, sizes, mesh scale, mimic multiplier/offset), a negative velocity or effort limit, lower
+above upper, a missing or unreadable mesh file.
 """
 
 from __future__ import annotations
@@ -21,8 +39,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import MeshError, SRDFError, URDFError
+from ..geometry.mesh_io import load_mesh
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere
 from ..geometry.transforms import pose_from_xyz_rpy
+from ..load_limits import LoadLimits, limits_or_default
+from .load_report import DEFAULTED, DROPPED, INDEPENDENT, LoadReport, MeshInfo
 
 __all__ = [
     "JointDescription",
@@ -46,7 +67,9 @@ _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 class JointDescription:
     """One URDF joint. ``origin`` (4, 4) child-joint frame in the parent link frame; ``axis``
     unit (3,) in the joint frame; limits in rad or m (``-inf/inf`` when unbounded);
-    ``velocity`` in rad/s or m/s (``inf`` when not given)."""
+    ``velocity`` in rad/s or m/s (for a moving joint that gives none,
+    ``LoadLimits.default_velocity_limit``; ``inf`` for fixed joints); ``effort`` in N·m or N
+    (``inf`` when not given)."""
 
     name: str
     type: str
@@ -71,9 +94,12 @@ class LinkDescription:
 
 @dataclass(frozen=True)
 class URDFDescription:
+    """A parsed URDF: links and joints in file order, and what the parser had to change."""
+
     name: str
     links: list[LinkDescription]
     joints: list[JointDescription]
+    report: LoadReport = field(default_factory=LoadReport, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -146,15 +172,19 @@ def _floats(
 
 
 def _attr_float(el: object, name: str, what: str, default: Optional[float] = None) -> float:
+    """Attribute ``name`` as a finite float (``default`` when absent; required when None)."""
     text = el.get(name)  # type: ignore[attr-defined]
     if text is None:
         if default is None:
             raise URDFError(f"{what} needs attribute {name!r}")
         return default
     try:
-        return float(text)
+        value = float(text)
     except ValueError as exc:
         raise URDFError(f"{what} attribute {name!r} must be a number, got {text!r}") from exc
+    if not np.isfinite(value):
+        raise URDFError(f"{what} attribute {name!r} must be a finite number, got {text!r}")
+    return value
 
 
 def _origin(el: object, what: str) -> NDArray[np.float64]:
@@ -226,7 +256,13 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
 
 
 def _geometry(
-    geom: object, what: str, base_dir: Optional[Path], package_dirs: PackageDirs
+    geom: object,
+    what: str,
+    link: str,
+    base_dir: Optional[Path],
+    package_dirs: PackageDirs,
+    limits: LoadLimits,
+    report: LoadReport,
 ) -> Shape:
     children = [c for c in geom if isinstance(c.tag, str)]  # type: ignore[attr-defined]
     if len(children) != 1:
@@ -247,9 +283,16 @@ def _geometry(
             fn = g.get("filename")
             if not fn:
                 raise URDFError(f"{what} mesh needs a filename attribute")
-            scale = _floats(g.get("scale"), 3, f"{what} mesh scale", [1.0, 1.0, 1.0])
+            scale = np.asarray(_floats(g.get("scale"), 3, f"{what} mesh scale", [1.0, 1.0, 1.0]))
+            if np.any(scale == 0.0):
+                raise URDFError(f"{what} mesh scale must be non-zero, got {g.get('scale')!r}")
             path = resolve_uri(fn, base_dir, package_dirs)
-            return Mesh(path, scale=np.asarray(scale))
+            tri = load_mesh(path, scale, limits)
+            shape = Mesh(path, scale=scale, limits=limits)  # the parse is cached: no re-read
+            report.meshes.append(
+                MeshInfo(link, fn, str(path), len(tri.vertices), len(tri.faces), len(shape.hull))
+            )
+            return shape
     except URDFError:
         raise
     except MeshError as exc:
@@ -261,10 +304,133 @@ def _geometry(
     )
 
 
+@dataclass
+class _RawJoint:
+    """A joint as written, before mimic leaders and default limits are resolved."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: NDArray[np.float64]
+    axis: NDArray[np.float64]
+    lower: float
+    upper: float
+    velocity: Optional[float]  # None: not given (missing or 0)
+    effort: float
+    mimic: Optional[tuple[str, float, float]]
+
+
+def _joint(el: object, seen_links: set[str]) -> _RawJoint:
+    name = el.get("name")  # type: ignore[attr-defined]
+    what = f"joint {name!r}"
+    if not name:
+        raise URDFError("every <joint> needs a non-empty name attribute")
+    jtype = el.get("type")  # type: ignore[attr-defined]
+    if jtype not in _JOINT_TYPES:
+        raise URDFError(f"{what} has type {jtype!r}; supported: {', '.join(_JOINT_TYPES)}")
+    parent_el, child_el = el.find("parent"), el.find("child")  # type: ignore[attr-defined]
+    if parent_el is None or child_el is None or not parent_el.get("link") or not child_el.get(
+        "link"
+    ):
+        raise URDFError(f"{what} needs <parent link=...> and <child link=...>")
+    parent, child = parent_el.get("link"), child_el.get("link")
+    for ln in (parent, child):
+        if ln not in seen_links:
+            raise URDFError(f"{what} refers to unknown link {ln!r}")
+    axis_el = el.find("axis")  # type: ignore[attr-defined]
+    axis = np.array(
+        _floats(
+            axis_el.get("xyz") if axis_el is not None else None, 3, f"{what} axis", [1.0, 0.0, 0.0]
+        )
+    )
+    if jtype != "fixed":
+        nrm = float(np.linalg.norm(axis))
+        if nrm < 1e-9:
+            raise URDFError(f"{what} axis must be a non-zero vector")
+        axis = axis / nrm
+    lim = el.find("limit")  # type: ignore[attr-defined]
+    lower, upper, vel, eff = -np.inf, np.inf, 0.0, 0.0
+    if lim is not None:
+        vel = _attr_float(lim, "velocity", f"{what} limit", 0.0)
+        eff = _attr_float(lim, "effort", f"{what} limit", 0.0)
+        if jtype in ("revolute", "prismatic"):
+            lower = _attr_float(lim, "lower", f"{what} limit", 0.0)
+            upper = _attr_float(lim, "upper", f"{what} limit", 0.0)
+    elif jtype in ("revolute", "prismatic"):
+        raise URDFError(f"{what} of type {jtype} needs a <limit lower upper velocity effort>")
+    if lower > upper:
+        raise URDFError(f"{what} has lower limit {lower} above upper limit {upper}")
+    if vel < 0:
+        raise URDFError(f"{what} velocity limit must be positive (or 0 for none), got {vel}")
+    if eff < 0:
+        raise URDFError(f"{what} effort limit must be positive (or 0 for none), got {eff}")
+    mim = el.find("mimic")  # type: ignore[attr-defined]
+    mimic = None
+    if mim is not None:
+        if not mim.get("joint"):
+            raise URDFError(f"{what} <mimic> needs a joint attribute")
+        mimic = (
+            mim.get("joint"),
+            _attr_float(mim, "multiplier", f"{what} mimic", 1.0),
+            _attr_float(mim, "offset", f"{what} mimic", 0.0),
+        )
+    return _RawJoint(
+        name, jtype, parent, child, _origin(el, what), axis, float(lower), float(upper),
+        float(vel) if vel > 0 else None, float(eff) if eff > 0 else np.inf, mimic,
+    )
+
+
+def _resolve_joints(
+    raw: list[_RawJoint], limits: LoadLimits, report: LoadReport
+) -> list[JointDescription]:
+    """Mimic joints of missing leaders become independent; moving joints without a velocity
+    limit get the default (both noted in ``report``)."""
+    names = {j.name for j in raw}
+    out: list[JointDescription] = []
+    for j in raw:
+        mimic = j.mimic
+        if mimic is not None and mimic[0] not in names:
+            report.add(
+                "URDF", f"joint {j.name!r}", INDEPENDENT,
+                f"joint {j.name!r} mimics joint {mimic[0]!r}, which is not in the URDF; it is "
+                "loaded as an independent joint (fix the <mimic joint=...> name to couple it)",
+            )
+            mimic = None
+        vel = j.velocity
+        if j.type == "fixed":
+            vel = np.inf
+        elif vel is None:
+            vel = limits.default_velocity_limit
+            if mimic is None:  # a mimic joint follows its leader: its own limit is unused
+                report.add(
+                    "URDF", f"joint {j.name!r}", DEFAULTED,
+                    f"joint {j.name!r} ({j.type}) gives no velocity limit (velocity missing or "
+                    f"0); using the default {vel:g} {'m/s' if j.type == 'prismatic' else 'rad/s'}"
+                    " (LoadLimits.default_velocity_limit); give <limit velocity=...> to set it",
+                )
+        out.append(
+            JointDescription(
+                j.name, j.type, j.parent, j.child, j.origin, j.axis, j.lower, j.upper,
+                float(vel), float(j.effort), mimic,
+            )
+        )
+    return out
+
+
 def parse_urdf(
-    source: Union[str, os.PathLike[str]], package_dirs: PackageDirs = None
+    source: Union[str, os.PathLike[str]],
+    package_dirs: PackageDirs = None,
+    limits: Optional[LoadLimits] = None,
+    report: Optional[LoadReport] = None,
 ) -> URDFDescription:
-    """Parse a URDF file path or XML string. Raises :class:`URDFError` with a fix-it message."""
+    """Parse a URDF file path or XML string. Raises :class:`URDFError` with a fix-it message.
+
+    ``limits``: caps and defaults (:class:`~robot_collision.load_limits.LoadLimits`, defaults
+    when None); ``report``: collects what was changed or dropped (a new one, issuing
+    warnings, when None); it is returned as the description's ``report``."""
+    lim = limits_or_default(limits)
+    rep = LoadReport() if report is None else report
     text, path = read_xml_source(source, "URDF")
     root = _parse_xml(text, "URDF", URDFError)
     if root.tag != "robot":  # type: ignore[attr-defined]
@@ -285,109 +451,58 @@ def parse_urdf(
             geom = c.find("geometry")
             if geom is None:
                 raise URDFError(f"{what} has no <geometry>")
-            cols.append((_geometry(geom, what, base_dir, package_dirs), _origin(c, what)))
+            shape = _geometry(geom, what, name, base_dir, package_dirs, lim, rep)
+            cols.append((shape, _origin(c, what)))
         links.append(LinkDescription(name, cols))
     if not links:
         raise URDFError("URDF has no <link> elements")
-    joints: list[JointDescription] = []
+    raw: list[_RawJoint] = []
     jseen: set[str] = set()
     for el in root.findall("joint"):  # type: ignore[attr-defined]
-        name = el.get("name")
-        what = f"joint {name!r}"
-        if not name:
-            raise URDFError("every <joint> needs a non-empty name attribute")
-        if name in jseen:
-            raise URDFError(f"joint {name!r} is defined twice")
-        jseen.add(name)
-        jtype = el.get("type")
-        if jtype not in _JOINT_TYPES:
-            raise URDFError(f"{what} has type {jtype!r}; supported: {', '.join(_JOINT_TYPES)}")
-        parent_el, child_el = el.find("parent"), el.find("child")
-        if (
-            parent_el is None
-            or child_el is None
-            or not parent_el.get("link")
-            or not child_el.get("link")
-        ):
-            raise URDFError(f"{what} needs <parent link=...> and <child link=...>")
-        parent, child = parent_el.get("link"), child_el.get("link")
-        for ln in (parent, child):
-            if ln not in seen:
-                raise URDFError(f"{what} refers to unknown link {ln!r}")
-        axis_el = el.find("axis")
-        axis = np.array(
-            _floats(
-                axis_el.get("xyz") if axis_el is not None else None,
-                3,
-                f"{what} axis",
-                [1.0, 0.0, 0.0],
-            )
-        )
-        nrm = float(np.linalg.norm(axis))
-        if jtype != "fixed":
-            if nrm < 1e-9:
-                raise URDFError(f"{what} axis must be a non-zero vector")
-            axis = axis / nrm
-        lim = el.find("limit")
-        lower, upper, vel, eff = -np.inf, np.inf, np.inf, np.inf
-        if lim is not None:
-            vel = _attr_float(lim, "velocity", f"{what} limit", np.inf)
-            eff = _attr_float(lim, "effort", f"{what} limit", np.inf)
-            if jtype in ("revolute", "prismatic"):
-                lower = _attr_float(lim, "lower", f"{what} limit", 0.0)
-                upper = _attr_float(lim, "upper", f"{what} limit", 0.0)
-        elif jtype in ("revolute", "prismatic"):
-            raise URDFError(f"{what} of type {jtype} needs a <limit lower upper velocity effort>")
-        if lower > upper:
-            raise URDFError(f"{what} has lower limit {lower} above upper limit {upper}")
-        if vel <= 0:
-            raise URDFError(f"{what} velocity limit must be positive, got {vel}")
-        mim = el.find("mimic")
-        mimic = None
-        if mim is not None:
-            if not mim.get("joint"):
-                raise URDFError(f"{what} <mimic> needs a joint attribute")
-            mimic = (
-                mim.get("joint"),
-                _attr_float(mim, "multiplier", f"{what} mimic", 1.0),
-                _attr_float(mim, "offset", f"{what} mimic", 0.0),
-            )
-        joints.append(
-            JointDescription(
-                name,
-                jtype,
-                parent,
-                child,
-                _origin(el, what),
-                axis,
-                float(lower),
-                float(upper),
-                float(vel),
-                float(eff),
-                mimic,
-            )
-        )
-    return URDFDescription(root.get("name") or "robot", links, joints)  # type: ignore[attr-defined]
+        j = _joint(el, seen)
+        if j.name in jseen:
+            raise URDFError(f"joint {j.name!r} is defined twice")
+        jseen.add(j.name)
+        raw.append(j)
+    joints = _resolve_joints(raw, lim, rep)
+    name = root.get("name") or "robot"  # type: ignore[attr-defined]
+    return URDFDescription(name, links, joints, rep)
 
 
-def parse_srdf(source: Union[str, os.PathLike[str]], link_names: Iterable[str]) -> SRDFDescription:
-    """Parse an SRDF path or XML string; unknown link names raise :class:`SRDFError`."""
+def parse_srdf(
+    source: Union[str, os.PathLike[str]],
+    link_names: Iterable[str],
+    joint_names: Optional[Iterable[str]] = None,
+    report: Optional[LoadReport] = None,
+) -> SRDFDescription:
+    """Parse an SRDF path or XML string against the URDF's ``link_names`` (and ``joint_names``,
+    all joints, when given). A ``disable_collisions`` or ``group_state`` entry naming a link or
+    joint that is not in the URDF is dropped with a note in ``report`` (and a warning);
+    malformed XML or an entry without its required names raises :class:`SRDFError`. Group
+    members are checked when the model expands the groups."""
+    rep = LoadReport() if report is None else report
     try:
         text, _ = read_xml_source(source, "SRDF")
     except URDFError as exc:
         raise SRDFError(str(exc)) from exc
     root = _parse_xml(text, "SRDF", SRDFError)
+    if root.tag != "robot":  # type: ignore[attr-defined]
+        raise SRDFError(f"SRDF root element must be <robot>, got <{root.tag}>")  # type: ignore[attr-defined]
     known = set(link_names)
+    known_joints = None if joint_names is None else set(joint_names)
     disabled: list[tuple[str, str]] = []
     for el in root.findall("disable_collisions"):  # type: ignore[attr-defined]
         a, b = el.get("link1"), el.get("link2")
         if not a or not b:
             raise SRDFError("<disable_collisions> needs link1 and link2 attributes")
-        for ln in (a, b):
-            if ln not in known:
-                raise SRDFError(
-                    f"SRDF disable_collisions names link {ln!r}, which is not in the URDF"
-                )
+        unknown = [ln for ln in (a, b) if ln not in known]
+        if unknown:
+            rep.add(
+                "SRDF", f"disable_collisions {a!r}-{b!r}", DROPPED,
+                f"disable_collisions of {a!r} and {b!r} names {unknown[0]!r}, which is not a "
+                "link of the URDF; entry dropped (the pair stays checked)",
+            )
+            continue
         disabled.append((a, b))
     groups: dict[str, list[str]] = {}
     glinks: dict[str, list[str]] = {}
@@ -399,17 +514,36 @@ def parse_srdf(source: Union[str, os.PathLike[str]], link_names: Iterable[str]) 
             raise SRDFError("every SRDF <group> needs a name")
         groups[gname] = [j.get("name") for j in g.findall("joint") if j.get("name")]
         glinks[gname] = [x.get("name") for x in g.findall("link") if x.get("name")]
-        gchains[gname] = [(c.get("base_link"), c.get("tip_link")) for c in g.findall("chain")]
+        chains = []
+        for c in g.findall("chain"):
+            if not c.get("base_link") or not c.get("tip_link"):
+                raise SRDFError(f"SRDF group {gname!r} <chain> needs base_link and tip_link")
+            chains.append((c.get("base_link"), c.get("tip_link")))
+        gchains[gname] = chains
         gsub[gname] = [x.get("name") for x in g.findall("group") if x.get("name")]
     states: dict[str, dict[str, dict[str, float]]] = {}
     for s in root.findall("group_state"):  # type: ignore[attr-defined]
+        sname = s.get("name") or ""
         vals: dict[str, float] = {}
         for j in s.findall("joint"):
+            jname = j.get("name")
+            if not jname:
+                raise SRDFError(f"group_state {sname!r} has a <joint> without a name")
             try:
-                vals[j.get("name")] = float(j.get("value", "").split()[0])
+                value = float(j.get("value", "").split()[0])
             except (ValueError, IndexError) as exc:
                 raise SRDFError(
-                    f"group_state {s.get('name')!r} joint value is not a number"
+                    f"group_state {sname!r} joint {jname!r} value is not a number"
                 ) from exc
-        states.setdefault(s.get("group") or "", {})[s.get("name") or ""] = vals
+            if not np.isfinite(value):
+                raise SRDFError(f"group_state {sname!r} joint {jname!r} value is not finite")
+            if known_joints is not None and jname not in known_joints:
+                rep.add(
+                    "SRDF", f"group_state {sname!r} joint {jname!r}", DROPPED,
+                    f"group_state {sname!r} sets joint {jname!r}, which is not a joint of the "
+                    "URDF; value dropped",
+                )
+                continue
+            vals[jname] = value
+        states.setdefault(s.get("group") or "", {})[sname] = vals
     return SRDFDescription(disabled, groups, glinks, gchains, gsub, states)

@@ -11,10 +11,11 @@
 The SRDF (optional) comes from ``robot_description_semantic`` (XML), else ``srdf_path``, else the
 ``robot_description_semantic`` topic (as MoveIt's move_group publishes it).
 
-Errors never stop the node: a malformed description is logged with the parser's reason and the
-previous model (if any) stays in use. A new description on the topic, or a parameter change,
-is tried again; a parameter change that does not load is rejected with the reason. A bad SRDF
-with a good URDF is logged and the URDF is used alone.
+Errors never stop the node: a malformed (or oversized, see ``limits``) description is logged with
+the parser's reason and the previous model (if any) stays in use. A new description on the
+topic, or a parameter change, is tried again; a parameter change that does not load is rejected
+with the reason. A bad SRDF with a good URDF is logged and the URDF is used alone. What a loaded
+description had dropped or defaulted (its load report) is logged as warnings.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import RobotCollisionError
+from ..load_limits import LoadLimits
 from ..model.robot_model import RobotModel
 from .world import resolve_resource_path
 
@@ -51,17 +53,22 @@ def build_robot_model(
     urdf: str,
     srdf: str = "",
     package_dirs: Sequence[str] = (),
+    limits: Optional[LoadLimits] = None,
 ) -> tuple[RobotModel, Optional[str]]:
     """(model, SRDF error or None) from URDF and SRDF, each XML text or a path.
 
     Raises :class:`~robot_collision.errors.RobotCollisionError` when the URDF does not load. A
     failing SRDF does not raise: the model is built without it and the error text is returned.
+    ``limits`` caps the files (defaults when None). What the loader dropped or defaulted is in
+    ``model.load_report`` (no Python warnings are issued: the caller logs the report).
     """
     if not urdf.strip():
         raise RobotCollisionError("the robot description is empty")
     dirs = [str(d) for d in package_dirs if str(d).strip()] or None
     try:
-        model = RobotModel.from_urdf(_read_source(urdf, "URDF"), package_dirs=dirs)
+        model = RobotModel.from_urdf(
+            _read_source(urdf, "URDF"), package_dirs=dirs, limits=limits, warn=False
+        )
     except RobotCollisionError:
         raise
     except Exception as exc:
@@ -70,7 +77,8 @@ def build_robot_model(
         return model, None
     try:
         with_srdf = RobotModel.from_urdf(
-            _read_source(urdf, "URDF"), srdf=_read_source(srdf, "SRDF"), package_dirs=dirs
+            _read_source(urdf, "URDF"), srdf=_read_source(srdf, "SRDF"), package_dirs=dirs,
+            limits=limits, warn=False,
         )
     except Exception as exc:
         return model, f"{type(exc).__name__}: {exc}"
@@ -83,7 +91,9 @@ class RobotLoader:
     ``on_model(model, source)`` is called from the thread that loaded the model (the
     constructor's caller in :meth:`start`, a parameter service thread or a topic callback);
     ``source`` says where the model came from. Call :meth:`start` once the node is ready to
-    receive a model. ``callback_group`` is used for the description subscriptions.
+    receive a model. ``callback_group`` is used for the description subscriptions. ``limits``
+    caps what a description may bring in (file sizes, links, meshes; defaults when None): a
+    description over a cap is refused like a malformed one.
     """
 
     def __init__(
@@ -91,6 +101,7 @@ class RobotLoader:
         node: Any,
         on_model: Callable[[RobotModel, str], None],
         callback_group: Any = None,
+        limits: Optional[LoadLimits] = None,
     ) -> None:
         from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
             ParameterDescriptor,
@@ -98,6 +109,7 @@ class RobotLoader:
 
         self._node = node
         self._on_model = on_model
+        self.limits = limits
         self._callback_group = callback_group
         self._lock = threading.RLock()
         self.model: Optional[RobotModel] = None
@@ -269,7 +281,9 @@ class RobotLoader:
         srdf, srdf_source = self._srdf_for(vals)
         log = self._node.get_logger()
         try:
-            model, srdf_error = build_robot_model(urdf, srdf, list(vals["package_dirs"] or []))
+            model, srdf_error = build_robot_model(
+                urdf, srdf, list(vals["package_dirs"] or []), self.limits
+            )
         except RobotCollisionError as exc:
             keep = "keeping the previous model" if self.model is not None else "no robot model yet"
             log.error(f"cannot load the robot from {source}: {exc} ({keep})")
@@ -283,6 +297,8 @@ class RobotLoader:
             )
             srdf_source = ""
         full_source = source + (f" + {srdf_source}" if srdf_source else "")
+        for note in model.load_report.notes:
+            log.warning(f"robot description from {full_source}: {note}")
         with self._lock:
             self.model = model
             self.source = full_source

@@ -352,11 +352,14 @@ def test_continuous_joint_has_only_velocity_bounds() -> None:
         <axis xyz="0 0 1"/><limit velocity="1.5" effort="1"/></joint>
       <joint name="slide" type="prismatic"><parent link="b"/><child link="c"/>
         <axis xyz="1 0 0"/><limit lower="-0.5" upper="0.5" effort="1"/></joint></robot>"""
-    robot = RobotModel.from_urdf(urdf)
+    robot = RobotModel.from_urdf(urdf, warn=False)
     filt = VelocityFilter(CollisionChecker(robot))
     lo, hi = filt.joint_bounds(np.array([100.0, 0.49]), DT)
     assert lo[0] == -1.5 and hi[0] == 1.5  # continuous: velocity bounds only, at any angle
-    assert hi[1] == pytest.approx(0.01 / DT)  # no velocity limit: position over the tick only
+    # no velocity limit given: the finite default (LoadLimits.default_velocity_limit, 1 m/s)
+    # bounds it, with the position room over the tick (and the limit damper near the limit)
+    assert robot.velocity_limits[1] == 1.0
+    assert 0.0 < hi[1] <= 1.0 and 0.49 + hi[1] * DT <= 0.5
     res = filt.filter([100.0, 0.49], [5.0, 100.0], DT)
     assert res.ok and res.velocity[0] == 1.5 and 0.49 + res.velocity[1] * DT <= 0.5
 

@@ -17,6 +17,7 @@ from robot_collision import (
     UnknownNameError,
     URDFError,
 )
+from robot_collision.errors import ModelLoadWarning
 from robot_collision.geometry.transforms import rot_x, rot_z
 from robot_collision.model.kinematics import point_jacobian_into
 
@@ -252,9 +253,16 @@ def test_bad_urdf_gives_typed_error(text: str, error: type, match: str) -> None:
 
 
 def test_bad_srdf() -> None:
+    # an entry naming an unknown link is dropped with a warning (as MoveIt and pinocchio do)
     srdf = "<robot name='r'><disable_collisions link1='link1' link2='nope' reason='x'/></robot>"
-    with pytest.raises(SRDFError, match="nope"):
-        RobotModel.from_urdf(URDF_DIR / "two_link.urdf", srdf=srdf)
+    with pytest.warns(ModelLoadWarning, match="'nope', which is not a link"):
+        robot = RobotModel.from_urdf(URDF_DIR / "two_link.urdf", srdf=srdf)
+    assert robot.disabled_pairs() == []
+    # malformed SRDF stays an error
+    with pytest.raises(SRDFError, match="link1 and link2"):
+        RobotModel.from_urdf(
+            URDF_DIR / "two_link.urdf", srdf="<robot><disable_collisions/></robot>"
+        )
 
 
 @pytest.mark.mbm

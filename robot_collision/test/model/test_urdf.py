@@ -1,0 +1,199 @@
+"""URDF/SRDF parsing: typed errors for malformed input (non-finite numbers above all) and the
+lenient, reported handling of sloppy-but-safe input (velocity="0", unknown SRDF names, mimic of
+a missing joint)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from robot_collision import ModelError, RobotModel, SRDFError, URDFError
+from robot_collision.errors import ModelLoadWarning
+from robot_collision.load_limits import LoadLimits
+from robot_collision.model.load_report import DEFAULTED, DROPPED, INDEPENDENT
+
+from ..conftest import URDF_DIR
+
+
+def _arm(limit: str = 'lower="-2" upper="2" velocity="1.5" effort="10"', joint2: str = "") -> str:
+    """Two revolute joints base -> a -> b; ``limit`` is joint j1's <limit> attributes."""
+    return f"""<robot name="arm">
+  <link name="base"/>
+  <link name="a"><collision><geometry><box size="0.1 0.1 0.3"/></geometry></collision></link>
+  <link name="b"><collision><geometry><sphere radius="0.05"/></geometry></collision></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit {limit}/></joint>
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 0.3"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" velocity="2" effort="5"/>{joint2}</joint>
+</robot>"""
+
+
+# --------------------------------------------------------------------------- non-finite numbers
+@pytest.mark.parametrize("attr", ["velocity", "effort", "lower", "upper"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999"])
+def test_non_finite_limit_is_a_typed_error(attr: str, value: str) -> None:
+    limits = {"lower": "-2", "upper": "2", "velocity": "1.5", "effort": "10"}
+    limits[attr] = value
+    text = _arm(" ".join(f'{k}="{v}"' for k, v in limits.items()))
+    with pytest.raises(URDFError, match=f"joint 'j1' limit attribute '{attr}' must be a finite"):
+        RobotModel.from_urdf(text)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "match"),
+    [
+        ('<origin xyz="0 0 0.3"/>', '<origin xyz="0 nan 0.3"/>', "origin xyz"),
+        ('<origin xyz="0 0 0.3"/>', '<origin xyz="0 0 0.3" rpy="inf 0 0"/>', "origin rpy"),
+        ('<axis xyz="0 1 0"/>', '<axis xyz="0 nan 0"/>', "axis"),
+        ('<box size="0.1 0.1 0.3"/>', '<box size="0.1 inf 0.3"/>', "box size"),
+        ('<sphere radius="0.05"/>', '<sphere radius="nan"/>', "radius"),
+        ('<sphere radius="0.05"/>', '<mesh filename="x.stl" scale="1 nan 1"/>', "mesh scale"),
+        ('<sphere radius="0.05"/>', '<mesh filename="x.stl" scale="1 0 1"/>', "non-zero"),
+    ],
+)
+def test_non_finite_geometry_is_a_typed_error(old: str, new: str, match: str) -> None:
+    text = _arm()
+    assert old in text
+    with pytest.raises(URDFError, match=match):
+        RobotModel.from_urdf(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("attr", ["multiplier", "offset"])
+def test_non_finite_mimic_is_a_typed_error(attr: str) -> None:
+    text = _arm(joint2=f'<mimic joint="j1" {attr}="nan"/>')
+    with pytest.raises(URDFError, match=f"mimic attribute '{attr}' must be a finite"):
+        RobotModel.from_urdf(text)
+
+
+@pytest.mark.parametrize(
+    ("limit", "match"),
+    [
+        ('lower="-2" upper="2" velocity="-1" effort="1"', "velocity limit must be positive"),
+        ('lower="-2" upper="2" velocity="1" effort="-1"', "effort limit must be positive"),
+        ('lower="2" upper="-2" velocity="1" effort="1"', "lower limit"),
+        ('lower="-2" upper="2" velocity="fast" effort="1"', "must be a number"),
+    ],
+)
+def test_malformed_limits_stay_errors(limit: str, match: str) -> None:
+    with pytest.raises(URDFError, match=match):
+        RobotModel.from_urdf(_arm(limit))
+
+
+def test_revolute_without_limit_stays_an_error() -> None:
+    text = _arm().replace('<limit lower="-2" upper="2" velocity="1.5" effort="10"/>', "")
+    with pytest.raises(URDFError, match="needs a <limit"):
+        RobotModel.from_urdf(text)
+
+
+# --------------------------------------------------------------------------- velocity defaults
+@pytest.mark.parametrize(
+    "limit", ['lower="-2" upper="2" velocity="0" effort="0"', 'lower="-2" upper="2"']
+)
+def test_moving_joint_without_velocity_gets_the_default_with_a_warning(limit: str) -> None:
+    with pytest.warns(ModelLoadWarning, match="joint 'j1' .* no velocity limit"):
+        robot = RobotModel.from_urdf(_arm(limit))
+    assert robot.velocity_limits.tolist() == [1.0, 2.0]  # LoadLimits.default_velocity_limit
+    assert robot.joints[0].effort == np.inf  # effort 0 / missing = not given
+    notes = robot.load_report.notes
+    assert [(n.element, n.action) for n in notes] == [("joint 'j1'", DEFAULTED)]
+    custom = RobotModel.from_urdf(
+        _arm(limit), limits=LoadLimits(default_velocity_limit=0.25), warn=False
+    )
+    assert custom.velocity_limits.tolist() == [0.25, 2.0]
+
+
+def test_continuous_joint_without_limit_gets_the_default_and_fixed_joints_need_none() -> None:
+    text = """<robot name="r"><link name="base"/><link name="a"/><link name="b"/>
+      <joint name="spin" type="continuous"><parent link="base"/><child link="a"/></joint>
+      <joint name="weld" type="fixed"><parent link="a"/><child link="b"/>
+        <limit velocity="0" effort="0"/></joint></robot>"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        robot = RobotModel.from_urdf(text)
+    assert [str(w.message) for w in caught] == [str(n) for n in robot.load_report.notes]
+    assert robot.velocity_limits.tolist() == [1.0]
+    assert [n.element for n in robot.load_report.notes] == ["joint 'spin'"]  # not 'weld'
+
+
+# --------------------------------------------------------------------------- mimic
+def test_mimic_of_a_missing_joint_becomes_independent() -> None:
+    text = _arm(joint2='<mimic joint="nope" multiplier="2"/>')
+    with pytest.warns(ModelLoadWarning, match="mimics joint 'nope'.*independent"):
+        robot = RobotModel.from_urdf(text)
+    assert robot.joint_names == ["j1", "j2"] and robot.mimic_joint_names == []
+    assert robot.load_report.by_action(INDEPENDENT)[0].element == "joint 'j2'"
+    coupled = RobotModel.from_urdf(_arm(joint2='<mimic joint="j1" multiplier="2"/>'))
+    assert coupled.joint_names == ["j1"] and coupled.mimic_joint_names == ["j2"]
+    assert not coupled.load_report.notes
+
+
+def test_mimic_of_a_fixed_joint_stays_an_error() -> None:
+    text = _arm().replace('type="revolute"', 'type="fixed"', 1)
+    text = text.replace("</joint>\n</robot>", '<mimic joint="j1"/></joint>\n</robot>')
+    with pytest.raises(ModelError, match="mimics fixed joint"):
+        RobotModel.from_urdf(text)
+
+
+# --------------------------------------------------------------------------- SRDF
+SRDF = """<robot name="arm">
+  <group name="arm"><joint name="j1"/><joint name="ghost_joint"/><link name="ghost_link"/>
+    <chain base_link="base" tip_link="ghost_tip"/></group>
+  <group name="tip"><chain base_link="a" tip_link="b"/><group name="ghost_group"/></group>
+  <group name="backwards"><chain base_link="b" tip_link="a"/></group>
+  <group_state name="home" group="arm"><joint name="j1" value="0.5"/>
+    <joint name="ghost_joint" value="1"/></group_state>
+  <disable_collisions link1="base" link2="a" reason="Adjacent"/>
+  <disable_collisions link1="a" link2="ghost_link" reason="Never"/>
+  <disable_collisions link1="ghost_link" link2="b" reason="Never"/>
+  <disable_collisions link1="a" link2="b" reason="Adjacent"/>
+</robot>"""
+
+
+def test_srdf_entries_naming_unknown_names_are_dropped_one_warning_each() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        robot = RobotModel.from_urdf(_arm(), srdf=SRDF)
+    assert robot.disabled_pairs() == [("base", "a"), ("a", "b")]  # the rest is kept
+    assert robot.groups == {"arm": ["j1"], "tip": ["j2"], "backwards": []}
+    np.testing.assert_array_equal(robot.named_configuration("home"), [0.5, 0.0])
+    dropped = robot.load_report.by_action(DROPPED)
+    assert sorted(n.element for n in dropped) == sorted([
+        "disable_collisions 'a'-'ghost_link'",
+        "disable_collisions 'ghost_link'-'b'",
+        "group_state 'home' joint 'ghost_joint'",
+        "group 'arm' joint 'ghost_joint'",
+        "group 'arm' link 'ghost_link'",
+        "group 'arm' chain 'base'-'ghost_tip'",
+        "group 'tip' subgroup 'ghost_group'",
+        "group 'backwards' chain 'b'-'a'",
+    ])
+    assert len(caught) == len(dropped) and all(n.source == "SRDF" for n in dropped)
+    assert all(issubclass(w.category, ModelLoadWarning) for w in caught)
+
+
+@pytest.mark.parametrize(
+    ("srdf", "match"),
+    [
+        ("<robot><disable_collisions link1='a'/></robot>", "needs link1 and link2"),
+        ("<robot><group_state name='s'><joint name='j1' value='x'/></group_state></robot>",
+         "not a number"),
+        ("<robot><group_state name='s'><joint name='j1' value='nan'/></group_state></robot>",
+         "not finite"),
+        ("<srdf/>", "root element"),
+        ("<robot>", "well-formed"),
+    ],
+)
+def test_malformed_srdf_stays_an_error(srdf: str, match: str) -> None:
+    with pytest.raises(SRDFError, match=match):
+        RobotModel.from_urdf(_arm(), srdf=srdf)
+
+
+def test_default_robot_loads_without_notes() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelLoadWarning)
+        robot = RobotModel.from_urdf(
+            URDF_DIR / "default_arm.urdf", srdf=URDF_DIR / "default_arm.srdf"
+        )
+    assert robot.load_report.notes == []

@@ -1,0 +1,79 @@
+"""RobotLoader on a real node and topic: a running node keeps its model when a bad description
+(NaN limit, entity hidden by UTF-7) arrives on robot_description, and takes the next
+good one; load notes do not stop a sloppy robot from loading."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from typing import Any
+
+import pytest
+
+from robot_collision import RobotModel, default_robot_paths
+from robot_collision.ros.robot_loader import RobotLoader, build_robot_model
+
+pytestmark = pytest.mark.ros
+
+URDF = default_robot_paths()[0].read_text(encoding="utf-8")
+NAN_URDF = URDF.replace('velocity="2.175"', 'velocity="nan"', 1)
+SLOPPY_URDF = URDF.replace('velocity="2.175"', 'velocity="0"', 1)
+
+
+def _utf7_entity_urdf() -> str:
+    """The issue's attack: the DOCTYPE hidden from a text search by a UTF-7 declaration, with
+    an entity that renames the robot."""
+    hidden = base64.b64encode('<!DOCTYPE robot [<!ENTITY n "evil">]>'.encode("utf-16-be"))
+    return (
+        '<?xml version="1.0" encoding="UTF-7"?>+' + hidden.decode().rstrip("=") + "-"
+        + URDF.split("?>", 1)[1].replace('<robot name="rc_arm"', '<robot name="&n;"', 1)
+    )
+
+
+def test_build_robot_model_refuses_bad_descriptions() -> None:
+    from robot_collision.errors import RobotCollisionError
+
+    assert '<robot name="rc_arm"' in URDF
+    for bad in (NAN_URDF, _utf7_entity_urdf()):
+        with pytest.raises(RobotCollisionError):
+            build_robot_model(bad)
+    model, srdf_error = build_robot_model(SLOPPY_URDF)
+    assert srdf_error is None and model.velocity_limits[0] == 1.0
+    assert len(model.load_report.notes) == 1
+
+
+def test_running_node_keeps_its_model_on_bad_descriptions(ros: Any) -> None:
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    ns = ros.namespace()
+    node = ros.helper(ns)
+    models: list[RobotModel] = []
+    seen = threading.Event()
+
+    def on_model(model: RobotModel, source: str) -> None:
+        models.append(model)
+        seen.set()
+
+    loader = RobotLoader(node, on_model)
+    loader.start()
+    pub_node = ros.helper(ns)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    pub = pub_node.create_publisher(String, "robot_description", latched)
+    try:
+        assert ros.wait_for_subscribers(pub)
+        pub.publish(String(data=URDF))
+        assert ros.wait_until(lambda: len(models) == 1)
+        first = loader.model
+        assert first is not None and first.name == "rc_arm"
+        for bad in (NAN_URDF, _utf7_entity_urdf()):
+            pub.publish(String(data=bad))
+            ros.wait_until(lambda: len(models) > 1, timeout=1.0)
+            assert loader.model is first and len(models) == 1
+        pub.publish(String(data=SLOPPY_URDF))  # loads, with a logged note
+        assert ros.wait_until(lambda: len(models) == 2)
+        assert loader.model is models[1] and loader.model.velocity_limits[0] == 1.0
+    finally:
+        ros.remove_node(pub_node)
+        ros.remove_node(node)
