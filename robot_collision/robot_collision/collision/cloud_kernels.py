@@ -25,8 +25,9 @@ __all__ = ["cloud_link_hits"]
 
 
 @njit(cache=True, boundscheck=False)
-def cloud_link_hits(SP, l, link_start, kind, params, vstart, vcount, verts, cf, ci, fo, io,
-                    wpose, o, pad):  # type: ignore[no-untyped-def]
+def cloud_link_hits(  # type: ignore[no-untyped-def]
+    SP, l, link_start, kind, params, vstart, vcount, verts, cf, ci, fo, io, wpose, o, pad
+):
     """True when a shape of link ``l`` (poses ``SP``, base frame) comes closer than ``pad`` (m)
     to the cloud of world object ``o``."""
     Tc = wpose[o]

@@ -105,7 +105,7 @@ def _lattice(P, quantum):  # type: ignore[no-untyped-def]
     for i in range(N):
         c = 0
         for a in range(3):
-            v = int(math.floor(P[i, a] * inv)) + _LATTICE_OFFSET
+            v = math.floor(P[i, a] * inv) + _LATTICE_OFFSET
             v = min(max(v, 0), _LATTICE_MAX)
             L[i, a] = v
             c |= _spread3(v) << (2 - a)
@@ -167,7 +167,7 @@ def _radix_argsort(codes):  # type: ignore[no-untyped-def]
 
 @njit(cache=True)
 def _voxel_centroids(P, resolution):  # type: ignore[no-untyped-def]
-    L, codes = _lattice(P, resolution)
+    _, codes = _lattice(P, resolution)
     order = _radix_argsort(codes)
     N = P.shape[0]
     out = np.empty((N, 3))
@@ -203,11 +203,14 @@ def voxel_downsample(points: NDArray[np.float64], resolution: float) -> NDArray[
     P = _checked_points(points)
     res = float(resolution)
     if not (np.isfinite(res) and res > 0):
-        raise ShapeError(f"voxel resolution must be a positive number of metres, got {resolution!r}")
+        raise ShapeError(
+            f"voxel resolution must be a positive number of metres, got {resolution!r}"
+        )
     _check_extent(P, res)
     if len(P) == 0:
         return P
-    return _voxel_centroids(P, res)  # type: ignore[no-any-return]
+    out: NDArray[np.float64] = _voxel_centroids(P, res)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -889,7 +892,7 @@ def cloud_distance(kind, prm, T, verts, F, I, fo, io, Tc, bound, wa, wb, n):  # 
     aux = np.empty(7)
     shape_aux(kind, prm, verts, aux)
     scratch = np.empty((8, 4))
-    d, j = cloud_nearest(F, I, fo, io, kind, prm, Tl, verts, aux, bound + r_pt, scratch)
+    _, j = cloud_nearest(F, I, fo, io, kind, prm, Tl, verts, aux, bound + r_pt, scratch)
     if j < 0:
         return np.inf
     p = fo + I[io + I_PTS] + 3 * j

@@ -272,16 +272,16 @@ def read_pcd(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
         dtypes.append((f, base, (c,)) if c > 1 else (f, base))
     # PCL writes '_' for padding fields; numpy needs unique names
     names = [f if f != "_" else f"_pad{i}" for i, f in enumerate(fields)]
-    dt = np.dtype([(nm, *d[1:]) for nm, d in zip(names, dtypes)])  # type: ignore[misc]
+    dt = np.dtype([(nm, *d[1:]) for nm, d in zip(names, dtypes)])
     body = data[pos:]
     if kind == "ascii":
         rows = [ln.split() for ln in body.decode("ascii", errors="replace").splitlines()
                 if ln.strip()]
         width = sum(counts)
-        vals = np.array([r[:width] for r in rows[:n] if len(r) >= width], dtype=float)
-        vals = vals.reshape(-1, width)
+        table = np.array([r[:width] for r in rows[:n] if len(r) >= width], dtype=float)
+        table = table.reshape(-1, width)
         col = {f: sum(counts[:i]) for i, f in enumerate(fields)}
-        return np.stack([vals[:, col["x"]], vals[:, col["y"]], vals[:, col["z"]]], axis=1)
+        return np.stack([table[:, col["x"]], table[:, col["y"]], table[:, col["z"]]], axis=1)
     if kind == "binary":
         if len(body) < n * dt.itemsize:
             raise ShapeError(f"{str(path)!r}: PCD binary data is shorter than {n} points")
