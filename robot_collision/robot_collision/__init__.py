@@ -32,6 +32,7 @@ from .errors import (
     UnknownNameError,
     URDFError,
 )
+from .geometry.point_cloud import OccupancyMap, PointCloud
 from .geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from .model.robot_model import JointInfo, RobotModel
 
@@ -52,6 +53,8 @@ __all__ = [
     "Box",
     "Cylinder",
     "Mesh",
+    "PointCloud",
+    "OccupancyMap",
     "WorldObject",
     "RobotCollisionError",
     "ModelError",

@@ -13,12 +13,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..geometry.cloud_index import cloud_ball_free, cloud_distance
 from ..geometry.distance import shape_distance
+from ..geometry.point_cloud import POINT_CLOUD
 from ..geometry.shapes import BOX, CAPSULE, SPHERE
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import KinematicArrays, fk_into
+from .cloud_kernels import cloud_link_hits
 from .scene import PairArrays, RobotArrays, WorldArrays
 
 __all__ = [
@@ -188,6 +191,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     wkind, wparams, wpose = ws.kind, ws.params, ws.pose
     wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
     wbox = ws.box
+    wcloud, wcf, wci = ws.cloud, ws.cloud_f, ws.cloud_i
     world_pad, self_a, self_b, self_pad = pr.world_pad, pr.self_a, pr.self_b, pr.self_pad
     L = link_start.shape[0] - 1
     for l in range(L):
@@ -223,6 +227,25 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             pad = world_pad[l, o]
             rr = rl + pad
             if _inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) >= rr * rr:
+                continue
+            if wkind[o] == POINT_CLOUD:
+                # the link's bounding sphere in constant time, then its shapes (cloud_kernels)
+                if _inline_call_or(
+                    cloud_ball_free, False, wcf, wci, wcloud[o, 0], wcloud[o, 1], wpose, o,
+                    x, y, z, rr,
+                ):
+                    continue
+                if not ready[l]:
+                    ok = ok and _inline_call_or(
+                        link_shape_poses, False, l, T, link_start, kind, local, SP
+                    )
+                    ready[l] = True
+                if _call_or(
+                    cloud_link_hits, True, SP, l, link_start, kind, params, vstart, vcount,
+                    verts, wcf, wci, wcloud[o, 0], wcloud[o, 1], wpose, o, pad,
+                ):
+                    ok = False
+                    break
                 continue
             # tighter for spheres and capsules: the bounding sphere against the object itself
             if (
@@ -392,6 +415,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         + vstart.shape[0] + vcount.shape[0] + verts.shape[0] + bcen.shape[0] + brad.shape[0]
         + wkind.shape[0] + wparams.shape[0] + wpose.shape[0] + wvstart.shape[0]
         + wvcount.shape[0] + wverts.shape[0] + wbox.shape[0]
+        + wcloud.shape[0] + wcf.shape[0] + wci.shape[0]
         + world_pad.shape[0] + self_a.shape[0] + self_b.shape[0] + self_pad.shape[0]
     )
     return ok and held >= 0
@@ -610,6 +634,7 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
     bcen, brad = rs.bound_center, rs.bound_radius
     wbox = ws.box
+    wcloud, wcf, wci = ws.cloud, ws.cloud_f, ws.cloud_i
     vstart, vcount, verts = rs.vstart, rs.vcount, rs.verts
     wkind, wparams, wpose = ws.kind, ws.params, ws.pose
     wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
@@ -742,7 +767,25 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
                         if lb >= D[l, j] or lb >= cutoff:
                             continue
                     d = np.nan
-                    if kind[s] == SPHERE:
+                    if wkind[o] == POINT_CLOUD:
+                        # nearest point below the best so far (within the cutoff), else +inf
+                        _full_sphere_pose(kind, SP, s)
+                        d = cloud_distance(
+                            kind[s],
+                            params[s],
+                            SP[s],
+                            verts[vstart[s] : vstart[s] + vcount[s]],
+                            wcf,
+                            wci,
+                            wcloud[o, 0],
+                            wcloud[o, 1],
+                            wpose[o],
+                            min(D[l, j], cutoff) + pad,
+                            wa,
+                            wb,
+                            n,
+                        )
+                    elif kind[s] == SPHERE:
                         d = _sphere_exact(
                             SP[s, 0, 3],
                             SP[s, 1, 3],
@@ -843,6 +886,10 @@ _FIELDS = (
     (3, 1, 1, True),
     (3, 2, 1, False),
     (3, 3, 2, False),
+    # appended after the pairs so that the indices above stay put
+    (2, 7, 2, True),
+    (2, 8, 1, False),
+    (2, 9, 1, True),
 )
 _HEADER = 4 * len(_FIELDS)
 
@@ -878,6 +925,14 @@ def pack_scene(kin, rs, ws, pr):  # type: ignore[no-untyped-def]
 def _i1(I, k):  # type: ignore[no-untyped-def]
     o = I[4 * k]
     return I[o : o + I[4 * k + 1]]
+
+
+@njit(cache=True)
+def _i2(I, k):  # type: ignore[no-untyped-def]
+    o = I[4 * k]
+    n0 = I[4 * k + 1]
+    n1 = I[4 * k + 2]
+    return I[o : o + n0 * n1].reshape((n0, n1))
 
 
 @njit(cache=True)
@@ -929,6 +984,9 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _i1(I, 21),
         _f2(F, I, 22),
         _f2(F, I, 23),
+        _i2(I, 28),
+        _f1(F, I, 29),
+        _i1(I, 30),
     )
     pr = PairArrays(_i1(I, 24), _i1(I, 25), _f1(F, I, 26), _f2(F, I, 27))
     return kin, rs, ws, pr

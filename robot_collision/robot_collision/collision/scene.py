@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ..geometry.point_cloud import PointCloud
 from ..geometry.shapes import Shape, WorldObject
 from ..model.robot_model import RobotModel
 
@@ -49,6 +50,12 @@ class WorldArrays(NamedTuple):
     # loop over objects vectorises): rows 0-8 rotation R (row-major), 9-11 centre, 12-14 half
     # extents (base frame, m); exact for boxes, see Shape.local_box
     box: NDArray[np.float64]
+    # point clouds (kind POINT_CLOUD): (W, 2) offsets of object o's index in cloud_f / cloud_i
+    # (-1 for other kinds), and the indexes of every cloud of the world one after the other
+    # (see geometry.cloud_index)
+    cloud: NDArray[np.int64]
+    cloud_f: NDArray[np.float64]
+    cloud_i: NDArray[np.int64]
 
 
 class PairArrays(NamedTuple):
@@ -125,6 +132,10 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
     vstart = np.zeros(W, dtype=np.int64)
     vcount = np.zeros(W, dtype=np.int64)
     box = np.zeros((16, W))
+    cloud = np.full((W, 2), -1, dtype=np.int64)
+    cloud_f: list[NDArray[np.float64]] = []
+    cloud_i: list[NDArray[np.int64]] = []
+    nf = ni = 0
     verts = []
     nv = 0
     for i, obj in enumerate(world):
@@ -145,5 +156,16 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
         box[0:9, i] = R.reshape(9)
         box[9:12, i] = R @ centre + obj.pose[:3, 3]
         box[12:15, i] = half
+        if isinstance(obj.shape, PointCloud):
+            index = obj.shape.index
+            cloud[i] = (nf, ni)
+            cloud_f.append(index.F)
+            cloud_i.append(index.I)
+            nf += len(index.F)
+            ni += len(index.I)
     allv = np.ascontiguousarray(np.concatenate(verts)) if verts else np.zeros((0, 3))
-    return WorldArrays(kind, params, pose, vstart, vcount, allv.reshape(-1, 3), box)
+    cf = np.concatenate(cloud_f) if cloud_f else np.zeros(0)
+    ci = np.concatenate(cloud_i) if cloud_i else np.zeros(0, dtype=np.int64)
+    return WorldArrays(
+        kind, params, pose, vstart, vcount, allv.reshape(-1, 3), box, cloud, cf, ci
+    )
