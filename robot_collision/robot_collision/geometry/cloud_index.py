@@ -219,9 +219,10 @@ def voxel_downsample(points: NDArray[np.float64], resolution: float) -> NDArray[
 
 
 @njit(cache=True)
-def _edt_line(f, n, d, v, z):  # type: ignore[no-untyped-def]
+def _edt_line(f, g, n, d, e, v, z):  # type: ignore[no-untyped-def]
     """1-D squared Euclidean distance transform (Felzenszwalb & Huttenlocher) of ``f[:n]``
-    (values < 0 = no site) into ``d[:n]`` (-1 where no site exists at all)."""
+    (values < 0 = no site) into ``d[:n]`` (-1 where there is no site at all), carrying the
+    payload ``g`` of the nearest site into ``e``."""
     k = -1
     for q in range(n):
         if f[q] < 0:
@@ -248,6 +249,7 @@ def _edt_line(f, n, d, v, z):  # type: ignore[no-untyped-def]
     if k < 0:
         for q in range(n):
             d[q] = -1.0
+            e[q] = -1
         return
     j = 0
     for q in range(n):
@@ -255,39 +257,59 @@ def _edt_line(f, n, d, v, z):  # type: ignore[no-untyped-def]
             j += 1
         p = v[j]
         d[q] = (q - p) * (q - p) + f[p]
+        e[q] = g[p]
 
 
 @njit(cache=True)
-def _grid_words(occ, nx, ny, nz, first):  # type: ignore[no-untyped-def]
-    """Cell words ``e2 << 32 | (first + 1)``: ``e2`` the squared distance in cells to the
-    nearest cell of ``occ`` dilated by one cell (box-to-box distance of occupied cells)."""
+def _dilate_line(a, sa, b, sb, start, stride, n):  # type: ignore[no-untyped-def]
+    """One-cell dilation of the flags ``a`` along a line (``n`` cells from ``start`` every
+    ``stride``) into ``b``, carrying a source cell (``sa`` -> ``sb``)."""
+    for t in range(n):
+        i = start + t * stride
+        if a[i]:
+            b[i] = True
+            sb[i] = sa[i]
+        elif t > 0 and a[i - stride]:
+            b[i] = True
+            sb[i] = sa[i - stride]
+        elif t + 1 < n and a[i + stride]:
+            b[i] = True
+            sb[i] = sa[i + stride]
+        else:
+            b[i] = False
+            sb[i] = -1
+
+
+@njit(cache=True)
+def _grid_words(occ, nx, ny, nz, rep):  # type: ignore[no-untyped-def]
+    """Cell words ``e2 << 32 | (hint + 1)``: ``e2`` the squared distance in cells to the nearest
+    cell of ``occ`` dilated by one cell (so that ``h * sqrt(e2)`` is the distance between the
+    cell's box and the nearest occupied cell's box) and ``hint`` the point ``rep`` of the
+    occupied cell behind that nearest dilated cell (a nearby point; -1 if none)."""
     G = nx * ny * nz
-    # dilation by one cell along x, then y, then z (separable 3x3x3 max filter)
-    a = occ.copy()
-    b = np.zeros(G, np.bool_)
-    for z in range(nz):
-        for y in range(ny):
-            base = (z * ny + y) * nx
-            for x in range(nx):
-                i = base + x
-                b[i] = a[i] or (x > 0 and a[i - 1]) or (x + 1 < nx and a[i + 1])
-    for z in range(nz):
-        for y in range(ny):
-            base = (z * ny + y) * nx
-            for x in range(nx):
-                i = base + x
-                a[i] = b[i] or (y > 0 and b[i - nx]) or (y + 1 < ny and b[i + nx])
     s = nx * ny
+    # dilation by one cell along x, then y, then z (separable 3x3x3 max filter), each dilated
+    # cell remembering an occupied cell it came from
+    a = occ.copy()
+    sa = np.arange(G)
+    b = np.zeros(G, np.bool_)
+    sb = np.empty(G, np.int64)
     for z in range(nz):
         for y in range(ny):
-            base = (z * ny + y) * nx
-            for x in range(nx):
-                i = base + x
-                b[i] = a[i] or (z > 0 and a[i - s]) or (z + 1 < nz and a[i + s])
+            _dilate_line(a, sa, b, sb, (z * ny + y) * nx, 1, nx)
+    for z in range(nz):
+        for x in range(nx):
+            _dilate_line(b, sb, a, sa, z * s + x, nx, ny)
+    for y in range(ny):
+        for x in range(nx):
+            _dilate_line(a, sa, b, sb, y * nx + x, s, nz)
+    # exact squared EDT of the dilated cells, separable, carrying the source occupied cell
     D = np.empty(G)
     m = max(nx, max(ny, nz))
     f = np.empty(m)
+    g = np.empty(m, np.int64)
     d = np.empty(m)
+    e = np.empty(m, np.int64)
     v = np.empty(m, np.int64)
     zz = np.empty(m + 1)
     for z in range(nz):
@@ -295,31 +317,38 @@ def _grid_words(occ, nx, ny, nz, first):  # type: ignore[no-untyped-def]
             base = (z * ny + y) * nx
             for x in range(nx):
                 f[x] = 0.0 if b[base + x] else -1.0
-            _edt_line(f, nx, d, v, zz)
+                g[x] = sb[base + x]
+            _edt_line(f, g, nx, d, e, v, zz)
             for x in range(nx):
                 D[base + x] = d[x]
+                sa[base + x] = e[x]
     for z in range(nz):
         for x in range(nx):
             base = z * s + x
             for y in range(ny):
                 f[y] = D[base + y * nx]
-            _edt_line(f, ny, d, v, zz)
+                g[y] = sa[base + y * nx]
+            _edt_line(f, g, ny, d, e, v, zz)
             for y in range(ny):
                 D[base + y * nx] = d[y]
+                sa[base + y * nx] = e[y]
     for y in range(ny):
         for x in range(nx):
             base = y * nx + x
             for z in range(nz):
                 f[z] = D[base + z * s]
-            _edt_line(f, nz, d, v, zz)
+                g[z] = sa[base + z * s]
+            _edt_line(f, g, nz, d, e, v, zz)
             for z in range(nz):
                 D[base + z * s] = d[z]
+                sa[base + z * s] = e[z]
     W = np.empty(G, np.int64)
     cap = (1 << 31) - 1
     for i in range(G):
-        e = D[i]
-        e2 = cap if e < 0.0 or e > cap else int(e)
-        W[i] = (e2 << 32) | (first[i] + 1)
+        ex = D[i]
+        e2 = cap if ex < 0.0 or ex > cap else int(ex)
+        hint = rep[sa[i]] if sa[i] >= 0 else -1
+        W[i] = (e2 << 32) | (hint + 1)
     return W
 
 
@@ -395,9 +424,10 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
     I[I_NODES] = fnodes
     I[I_CELLS] = icells
     I[I_ORDER] = iorder
-    # sorted points, cell occupancy and first point per cell
+    # sorted points, cell occupancy and per occupied cell the point nearest its centre
     occ = np.zeros(G, np.bool_)
-    first = np.full(G, -1, np.int64)
+    rep = np.full(G, -1, np.int64)
+    rep_d = np.empty(G)
     for j in range(N):
         i = order[j]
         I[iorder + j] = i
@@ -407,9 +437,14 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
         cy = (L[i, 1] >> k) - g0[1]
         cz = (L[i, 2] >> k) - g0[2]
         c = (cz * ny + cy) * nx + cx
-        if not occ[c]:
+        dx = P[i, 0] - F[F_ORIGIN] - (cx + 0.5) * h
+        dy = P[i, 1] - F[F_ORIGIN + 1] - (cy + 0.5) * h
+        dz = P[i, 2] - F[F_ORIGIN + 2] - (cz + 0.5) * h
+        d2 = dx * dx + dy * dy + dz * dz
+        if not occ[c] or d2 < rep_d[c]:
             occ[c] = True
-            first[c] = j
+            rep[c] = j
+            rep_d[c] = d2
     # leaves, then internal nodes bottom-up
     for leaf in range(Pn):
         nd = fnodes + 6 * (Pn - 1 + leaf)
@@ -428,7 +463,7 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
         for a in range(3):
             F[nd + a] = min(F[l + a], F[r + a])
             F[nd + 3 + a] = max(F[l + 3 + a], F[r + 3 + a])
-    W = _grid_words(occ, nx, ny, nz, first)
+    W = _grid_words(occ, nx, ny, nz, rep)
     I[icells : icells + G] = W
     return F, I
 
