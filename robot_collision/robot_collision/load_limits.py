@@ -30,6 +30,12 @@ class LoadLimits:
     - ``max_mesh_faces``: triangles (polygons are triangulated), checked likewise (binary STL:
       from its header, before parsing).
 
+    Point-cloud files (``load_point_cloud``, ``PointCloud.from_file``, ``OccupancyMap.from_file``):
+
+    - ``max_cloud_bytes``: file size, checked with ``stat`` before reading (1 GiB);
+    - ``max_cloud_points``: points the file declares (PCD ``POINTS``, PLY ``element vertex``)
+      or holds (``.npy`` shape), checked before the points are parsed (50,000,000).
+
     Not a cap but the one loading default: ``default_velocity_limit`` (rad/s for revolute and
     continuous joints, m/s for prismatic ones, 1.0) is given, with a warning, to every moving
     joint whose URDF gives no velocity limit (``velocity`` missing or ``"0"``, or no ``<limit>``),
@@ -39,6 +45,8 @@ class LoadLimits:
     max_mesh_bytes: int = 64 * MiB
     max_mesh_vertices: int = 6_000_000
     max_mesh_faces: int = 2_000_000
+    max_cloud_bytes: int = 1024 * MiB
+    max_cloud_points: int = 50_000_000
     default_velocity_limit: float = 1.0
 
     def __post_init__(self) -> None:

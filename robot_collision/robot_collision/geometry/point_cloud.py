@@ -33,6 +33,7 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ShapeError
+from ..load_limits import LoadLimits, limits_or_default
 from .cloud_index import CloudIndex, _checked_points, voxel_downsample
 from .shapes import Shape
 
@@ -100,10 +101,11 @@ class PointCloud(Shape):
         path: Union[str, os.PathLike[str]],
         radius: float = 0.0,
         resolution: Optional[float] = None,
+        limits: Optional[LoadLimits] = None,
     ) -> PointCloud:
         """Cloud read by :func:`load_point_cloud` (non-finite points dropped), thinned to
         ``resolution`` m when given."""
-        P = load_point_cloud(path)
+        P = load_point_cloud(path, limits)
         if resolution is not None:
             return cls.downsampled(P, resolution, radius)
         return cls(P, radius)
@@ -159,10 +161,13 @@ class OccupancyMap(PointCloud):
 
     @classmethod
     def from_file(  # type: ignore[override]
-        cls, path: Union[str, os.PathLike[str]], voxel_size: float
+        cls,
+        path: Union[str, os.PathLike[str]],
+        voxel_size: float,
+        limits: Optional[LoadLimits] = None,
     ) -> OccupancyMap:
         """Occupied voxel centres read by :func:`load_point_cloud`."""
-        return cls(load_point_cloud(path), voxel_size)
+        return cls(load_point_cloud(path, limits), voxel_size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,20 +175,29 @@ class OccupancyMap(PointCloud):
 # --------------------------------------------------------------------------------------------
 
 
-def load_point_cloud(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
+def load_point_cloud(
+    path: Union[str, os.PathLike[str]], limits: Optional[LoadLimits] = None
+) -> NDArray[np.float64]:
     """Points ``(N, 3)`` (float64) of a ``.ply``, ``.pcd`` or ``.npy`` file; points with a
-    non-finite coordinate (the gaps of organised clouds) are dropped."""
+    non-finite coordinate (the gaps of organised clouds) are dropped. The caps
+    ``max_cloud_bytes`` and ``max_cloud_points`` of ``limits`` (defaults when None) are checked
+    before the points are parsed."""
     p = Path(path)
     if not p.is_file():
         raise ShapeError(f"point cloud file {str(p)!r} does not exist")
+    lim = limits_or_default(limits)
+    size = p.stat().st_size
+    if size > lim.max_cloud_bytes:
+        raise ShapeError(lim.exceeded("max_cloud_bytes", f"point cloud file {str(p)!r}", size,
+                                      "bytes"))
     suffix = p.suffix.lower()
     try:
         if suffix == ".pcd":
-            P = read_pcd(p)
+            P = read_pcd(p, lim.max_cloud_points)
         elif suffix == ".ply":
-            P = _read_ply(p)
+            P = _read_ply(p, lim.max_cloud_points)
         elif suffix == ".npy":
-            P = _read_npy(p)
+            P = _read_npy(p, lim.max_cloud_points)
         else:
             raise ShapeError(
                 f"point cloud file {str(p)!r} has unsupported format {suffix!r}; use .ply, .pcd "
@@ -197,9 +211,25 @@ def load_point_cloud(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
     return P[np.isfinite(P).all(axis=1)]
 
 
-def _read_ply(path: Path) -> NDArray[np.float64]:
+def _too_many(path: Path, n: int, max_points: int) -> None:
+    if n > max_points:
+        lim = LoadLimits(max_cloud_points=max_points)
+        raise ShapeError(lim.exceeded("max_cloud_points", f"point cloud file {str(path)!r}", n,
+                                      " points"))
+
+
+def _read_ply(path: Path, max_points: int) -> NDArray[np.float64]:
     import trimesh
 
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    end = head.find(b"end_header")
+    if not head.startswith(b"ply") or end < 0:
+        raise ShapeError(f"{str(path)!r} is not a PLY file (no 'ply' ... 'end_header' header)")
+    for line in head[:end].decode("ascii", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "element" and parts[1] == "vertex":
+            _too_many(path, int(parts[2]), max_points)
     geom = trimesh.load(str(path), file_type="ply", process=False)
     verts = getattr(geom, "vertices", None)
     if verts is None:
@@ -207,8 +237,9 @@ def _read_ply(path: Path) -> NDArray[np.float64]:
     return np.asarray(verts, dtype=np.float64)
 
 
-def _read_npy(path: Path) -> NDArray[np.float64]:
-    a = np.load(path, allow_pickle=False)
+def _read_npy(path: Path, max_points: int) -> NDArray[np.float64]:
+    a = np.load(path, allow_pickle=False, mmap_mode="r")
+    _too_many(path, a.shape[0] if a.ndim else 1, max_points)
     if a.dtype.names:
         if not {"x", "y", "z"} <= set(a.dtype.names):
             raise ShapeError(f"{str(path)!r}: a structured array needs fields x, y, z")
@@ -224,9 +255,12 @@ _PCD_TYPES = {("F", 4): "<f4", ("F", 8): "<f8", ("I", 1): "<i1", ("I", 2): "<i2"
               ("U", 4): "<u4", ("U", 8): "<u8"}
 
 
-def read_pcd(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
+def read_pcd(
+    path: Union[str, os.PathLike[str]], max_points: Optional[int] = None
+) -> NDArray[np.float64]:
     """``x``, ``y``, ``z`` of a PCL ``.pcd`` file (any version, ``DATA ascii``, ``binary`` or
-    ``binary_compressed``) as ``(N, 3)`` float64, non-finite points included.
+    ``binary_compressed``) as ``(N, 3)`` float64, non-finite points included; more than
+    ``max_points`` declared points (default: ``LoadLimits().max_cloud_points``) is an error.
 
     Written here rather than taken from ``pypcd4``: that package needs pydantic and a compiled
     LZF extension (neither in ROS distributions) for what is a header, a ``numpy`` record view
@@ -264,6 +298,8 @@ def read_pcd(path: Union[str, os.PathLike[str]]) -> NDArray[np.float64]:
             raise ShapeError(f"{str(path)!r}: PCD file has no {axis!r} field (fields: {fields})")
     if n < 0:
         raise ShapeError(f"{str(path)!r}: negative PCD point count")
+    _too_many(Path(path), n, limits_or_default(None).max_cloud_points if max_points is None
+              else max_points)
     dtypes = []
     for f, s, t, c in zip(fields, sizes, types, counts):
         base = _PCD_TYPES.get((t, s))

@@ -181,3 +181,25 @@ def test_bad_files_give_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "nohead.pcd").write_bytes(b"VERSION 0.7\nFIELDS x y z\n")
     with pytest.raises(ShapeError, match="header"):
         load_point_cloud(tmp_path / "nohead.pcd")
+
+
+def test_load_limits_are_checked_before_parsing(tmp_path: Path) -> None:
+    from robot_collision.load_limits import LoadLimits
+
+    P = _points(50)
+    np.save(tmp_path / "a.npy", P)
+    with pytest.raises(ShapeError, match="max_cloud_points"):
+        load_point_cloud(tmp_path / "a.npy", LoadLimits(max_cloud_points=49))
+    with pytest.raises(ShapeError, match="max_cloud_bytes"):
+        load_point_cloud(tmp_path / "a.npy", LoadLimits(max_cloud_bytes=100))
+    # a PCD header that declares a billion points fails before any data is read
+    (tmp_path / "huge.pcd").write_bytes(
+        _pcd_header("x y z", "4 4 4", "F F F", "1 1 1", 10**9, "binary"))
+    with pytest.raises(ShapeError, match="max_cloud_points"):
+        load_point_cloud(tmp_path / "huge.pcd")
+    import trimesh
+
+    (tmp_path / "c.ply").write_bytes(trimesh.PointCloud(P).export(file_type="ply"))
+    with pytest.raises(ShapeError, match="max_cloud_points"):
+        PointCloud.from_file(tmp_path / "c.ply", limits=LoadLimits(max_cloud_points=10))
+    assert OccupancyMap.from_file(tmp_path / "c.ply", 0.1).num_points == len(P)
