@@ -21,6 +21,24 @@ MiB = 1 << 20
 class LoadLimits:
     """Size caps of loaded files (defaults fit every robot of ``example-robot-data`` with room).
 
+    Robot descriptions (checked before parsing, then before building):
+
+    - ``max_urdf_bytes``, ``max_srdf_bytes``: document size (file: ``stat`` before reading;
+      text: its length); 10 MiB (the largest corpus URDF, TIAGo dual, is 0.2 MB);
+    - ``max_links``, ``max_joints``: ``<link>``/``<joint>`` elements, counted after parsing and
+      before any shape or mesh is built; 1000 (the largest corpus robot has 130 links). The
+      checker's per-pair tables grow with links²: at 1000 links an exhaustive check returns
+      (1000, 1000 + W, 3) arrays (24 MB each without world objects).
+
+    World files (``robot_collision.ros.world``):
+
+    - ``max_world_bytes``: YAML file size, ``stat`` before reading; 16 MiB;
+    - ``max_world_depth``: nesting of YAML mappings/sequences, checked on the event stream
+      before any object is built (a file nested 50,000 deep would exhaust Python's recursion);
+      32 (a world file needs 4). YAML aliases may not expand the document beyond what
+      ``max_world_bytes`` of plain text could hold;
+    - ``max_world_objects``: objects in a world file, and in a world model altogether; 1000.
+
     Mesh caps apply to every mesh file (URDF ``<mesh>``, world files, ``Mesh(path)``):
 
     - ``max_mesh_bytes``: file size, checked with ``stat`` before reading (64 MiB; the largest
@@ -42,6 +60,13 @@ class LoadLimits:
     so that no joint is ever unlimited.
     """
 
+    max_urdf_bytes: int = 10 * MiB
+    max_srdf_bytes: int = 10 * MiB
+    max_links: int = 1000
+    max_joints: int = 1000
+    max_world_bytes: int = 16 * MiB
+    max_world_depth: int = 32
+    max_world_objects: int = 1000
     max_mesh_bytes: int = 64 * MiB
     max_mesh_vertices: int = 6_000_000
     max_mesh_faces: int = 2_000_000

@@ -10,7 +10,6 @@ m for prismatic ones; poses are (4, 4) in the base (root link) frame.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -29,7 +28,14 @@ from .kinematics import (
     forward_kinematics_batch,
 )
 from .load_report import DROPPED, LoadReport
-from .urdf import PackageDirs, SRDFDescription, URDFDescription, parse_srdf, parse_urdf
+from .urdf import (
+    PackageDirs,
+    SRDFDescription,
+    URDFDescription,
+    XMLSource,
+    parse_srdf,
+    parse_urdf,
+)
 
 __all__ = ["JointInfo", "RobotModel", "CONTINUOUS_SAMPLE_RANGE"]
 
@@ -75,13 +81,13 @@ class RobotModel:
     @classmethod
     def from_urdf(
         cls,
-        path_or_xml: Union[str, os.PathLike[str]],
-        srdf: Union[str, os.PathLike[str], None] = None,
+        path_or_xml: XMLSource,
+        srdf: Optional[XMLSource] = None,
         package_dirs: PackageDirs = None,
         limits: Optional[LoadLimits] = None,
         warn: bool = True,
     ) -> RobotModel:
-        """Load a URDF (file path or XML string) and an optional SRDF (path or XML string).
+        """Load a URDF and an optional SRDF, each a file path, XML text or XML bytes.
 
         ``limits`` caps file sizes and counts and sets loading defaults
         (:class:`~robot_collision.load_limits.LoadLimits`; defaults when None). What the loader
@@ -92,7 +98,7 @@ class RobotModel:
         model = cls(desc)
         if srdf is not None:
             all_joints = [j.name for j in desc.joints]
-            model.srdf = parse_srdf(srdf, model.link_names, all_joints, report)
+            model.srdf = parse_srdf(srdf, model.link_names, all_joints, report, limits)
             model.groups = model._expand_groups(model.srdf)
         return model
 

@@ -38,11 +38,12 @@ from typing import Optional, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import MeshError, SRDFError, URDFError
+from ..errors import MeshError, RobotCollisionError, SRDFError, URDFError
 from ..geometry.mesh_io import load_mesh
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere
 from ..geometry.transforms import pose_from_xyz_rpy
 from ..load_limits import LoadLimits, limits_or_default
+from ..safe_xml import parse_xml
 from .load_report import DEFAULTED, DROPPED, INDEPENDENT, LoadReport, MeshInfo
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "parse_urdf",
     "parse_srdf",
     "read_xml_source",
+    "XMLSource",
 ]
 
 PackageDirs = Union[
@@ -114,45 +116,56 @@ class SRDFDescription:
     group_states: dict[str, dict[str, dict[str, float]]]  # group -> state -> joint -> value
 
 
-def read_xml_source(source: Union[str, os.PathLike[str]], what: str) -> tuple[str, Optional[Path]]:
-    """Return ``(xml_text, file_path or None)`` for a path or an XML string."""
-    if isinstance(source, os.PathLike):
-        path = Path(source)
-    elif isinstance(source, str) and source.lstrip().startswith("<"):
+XMLSource = Union[str, bytes, os.PathLike[str]]
+"""A file path, XML text (a ``str`` starting with ``<``) or an XML document as ``bytes``."""
+
+
+def read_xml_source(
+    source: XMLSource,
+    what: str,
+    error: type[RobotCollisionError] = URDFError,
+    max_name: str = "max_urdf_bytes",
+    limits: Optional[LoadLimits] = None,
+) -> tuple[Union[str, bytes], Optional[Path]]:
+    """``(document, file path or None)`` for a path, XML text or XML bytes, refused with
+    ``error`` when over ``getattr(limits, max_name)`` bytes: a file's size is checked with
+    ``stat`` before it is read. A file is returned as bytes (its encoding declaration or BOM
+    decides), text as ``str``."""
+    lim = limits_or_default(limits)
+    cap = int(getattr(lim, max_name))
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if len(data) > cap:
+            raise error(lim.exceeded(max_name, f"{what} document", len(data), "bytes"))
+        return data, None
+    if isinstance(source, str) and source.lstrip(" \t\r\n\ufeff").startswith("<"):
+        # characters <= UTF-8 bytes: count the bytes only when the characters pass
+        n = len(source) if len(source) > cap else len(source.encode("utf-8", "surrogatepass"))
+        if n > cap:
+            raise error(lim.exceeded(max_name, f"{what} text", n, "bytes"))
         return source, None
-    elif isinstance(source, str):
+    if isinstance(source, (str, os.PathLike)):
         path = Path(source)
     else:
-        raise URDFError(f"{what} must be a file path or an XML string, got {type(source).__name__}")
-    if not path.is_file():
-        raise URDFError(f"{what} file {str(path)!r} does not exist")
-    try:
-        return path.read_text(encoding="utf-8"), path
-    except (OSError, UnicodeDecodeError) as exc:
-        raise URDFError(f"cannot read {what} file {str(path)!r}: {exc}") from exc
-
-
-def _parse_xml(text: str, what: str, err: type[Exception]) -> object:
-    from lxml import etree
-
-    head = text[:4096]
-    if "<!DOCTYPE" in head or "<!ENTITY" in text:
-        raise err(
-            f"{what} declares a DOCTYPE or entities, which are refused for safety; remove them"
+        raise error(
+            f"{what} must be a file path, XML text or bytes, got {type(source).__name__}"
         )
-    parser = etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-    )
     try:
-        root = etree.fromstring(text.encode("utf-8"), parser=parser)
-    except etree.XMLSyntaxError as exc:
-        raise err(f"{what} is not well-formed XML: {exc}") from exc
-    return root
+        st = path.stat()
+    except OSError:
+        raise error(f"{what} file {str(path)!r} does not exist") from None
+    if not path.is_file():
+        raise error(f"{what} file {str(path)!r} is not a regular file")
+    if st.st_size > cap:
+        raise error(lim.exceeded(max_name, f"{what} file {str(path)!r}", st.st_size, "bytes"))
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(cap + 1)
+    except OSError as exc:
+        raise error(f"cannot read {what} file {str(path)!r}: {exc}") from exc
+    if len(data) > cap:  # grew since stat
+        raise error(lim.exceeded(max_name, f"{what} file {str(path)!r}", len(data), "bytes"))
+    return data, path
 
 
 def _floats(
@@ -419,26 +432,31 @@ def _resolve_joints(
 
 
 def parse_urdf(
-    source: Union[str, os.PathLike[str]],
+    source: XMLSource,
     package_dirs: PackageDirs = None,
     limits: Optional[LoadLimits] = None,
     report: Optional[LoadReport] = None,
 ) -> URDFDescription:
-    """Parse a URDF file path or XML string. Raises :class:`URDFError` with a fix-it message.
+    """Parse a URDF (file path, XML text or bytes). Raises :class:`URDFError` with a fix-it
+    message.
 
     ``limits``: caps and defaults (:class:`~robot_collision.load_limits.LoadLimits`, defaults
     when None); ``report``: collects what was changed or dropped (a new one, issuing
     warnings, when None); it is returned as the description's ``report``."""
     lim = limits_or_default(limits)
     rep = LoadReport() if report is None else report
-    text, path = read_xml_source(source, "URDF")
-    root = _parse_xml(text, "URDF", URDFError)
-    if root.tag != "robot":  # type: ignore[attr-defined]
-        raise URDFError(f"URDF root element must be <robot>, got <{root.tag}>")  # type: ignore[attr-defined]
+    data, path = read_xml_source(source, "URDF", URDFError, "max_urdf_bytes", lim)
+    root = parse_xml(data, "URDF", URDFError)
+    if root.tag != "robot":
+        raise URDFError(f"URDF root element must be <robot>, got <{root.tag}>")
+    for tag, cap in (("link", "max_links"), ("joint", "max_joints")):
+        count = sum(1 for _ in root.iterchildren(tag))
+        if count > getattr(lim, cap):
+            raise URDFError(lim.exceeded(cap, f"the URDF's <{tag}> count", count))
     base_dir = path.parent if path is not None else None
     links: list[LinkDescription] = []
     seen: set[str] = set()
-    for el in root.findall("link"):  # type: ignore[attr-defined]
+    for el in root.findall("link"):
         name = el.get("name")
         if not name:
             raise URDFError("every <link> needs a non-empty name attribute")
@@ -458,22 +476,23 @@ def parse_urdf(
         raise URDFError("URDF has no <link> elements")
     raw: list[_RawJoint] = []
     jseen: set[str] = set()
-    for el in root.findall("joint"):  # type: ignore[attr-defined]
+    for el in root.findall("joint"):
         j = _joint(el, seen)
         if j.name in jseen:
             raise URDFError(f"joint {j.name!r} is defined twice")
         jseen.add(j.name)
         raw.append(j)
     joints = _resolve_joints(raw, lim, rep)
-    name = root.get("name") or "robot"  # type: ignore[attr-defined]
+    name = root.get("name") or "robot"
     return URDFDescription(name, links, joints, rep)
 
 
 def parse_srdf(
-    source: Union[str, os.PathLike[str]],
+    source: XMLSource,
     link_names: Iterable[str],
     joint_names: Optional[Iterable[str]] = None,
     report: Optional[LoadReport] = None,
+    limits: Optional[LoadLimits] = None,
 ) -> SRDFDescription:
     """Parse an SRDF path or XML string against the URDF's ``link_names`` (and ``joint_names``,
     all joints, when given). A ``disable_collisions`` or ``group_state`` entry naming a link or
@@ -481,17 +500,14 @@ def parse_srdf(
     malformed XML or an entry without its required names raises :class:`SRDFError`. Group
     members are checked when the model expands the groups."""
     rep = LoadReport() if report is None else report
-    try:
-        text, _ = read_xml_source(source, "SRDF")
-    except URDFError as exc:
-        raise SRDFError(str(exc)) from exc
-    root = _parse_xml(text, "SRDF", SRDFError)
-    if root.tag != "robot":  # type: ignore[attr-defined]
-        raise SRDFError(f"SRDF root element must be <robot>, got <{root.tag}>")  # type: ignore[attr-defined]
+    data, _ = read_xml_source(source, "SRDF", SRDFError, "max_srdf_bytes", limits)
+    root = parse_xml(data, "SRDF", SRDFError)
+    if root.tag != "robot":
+        raise SRDFError(f"SRDF root element must be <robot>, got <{root.tag}>")
     known = set(link_names)
     known_joints = None if joint_names is None else set(joint_names)
     disabled: list[tuple[str, str]] = []
-    for el in root.findall("disable_collisions"):  # type: ignore[attr-defined]
+    for el in root.findall("disable_collisions"):
         a, b = el.get("link1"), el.get("link2")
         if not a or not b:
             raise SRDFError("<disable_collisions> needs link1 and link2 attributes")
@@ -508,7 +524,7 @@ def parse_srdf(
     glinks: dict[str, list[str]] = {}
     gchains: dict[str, list[tuple[str, str]]] = {}
     gsub: dict[str, list[str]] = {}
-    for g in root.findall("group"):  # type: ignore[attr-defined]
+    for g in root.findall("group"):
         gname = g.get("name")
         if not gname:
             raise SRDFError("every SRDF <group> needs a name")
@@ -522,7 +538,7 @@ def parse_srdf(
         gchains[gname] = chains
         gsub[gname] = [x.get("name") for x in g.findall("group") if x.get("name")]
     states: dict[str, dict[str, dict[str, float]]] = {}
-    for s in root.findall("group_state"):  # type: ignore[attr-defined]
+    for s in root.findall("group_state"):
         sname = s.get("name") or ""
         vals: dict[str, float] = {}
         for j in s.findall("joint"):

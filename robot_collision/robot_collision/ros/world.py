@@ -46,9 +46,10 @@ from typing import Any, Optional, Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import ConfigurationError, RobotCollisionError, UnknownNameError
+from ..errors import ConfigurationError, MeshError, RobotCollisionError, UnknownNameError
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from ..geometry.transforms import pose_from_position_quat, pose_from_xyz_rpy
+from ..load_limits import LoadLimits, limits_or_default
 from .conversions import (
     ADD,
     APPEND,
@@ -61,6 +62,7 @@ from .conversions import (
 
 __all__ = [
     "WorldConfigError",
+    "WorldMeshError",
     "WorldEntry",
     "WorldModel",
     "load_world_file",
@@ -76,6 +78,11 @@ _OBJECT_KEYS = {
 
 class WorldConfigError(ConfigurationError):
     """A world file or world update is invalid (the message names the object and the field)."""
+
+
+class WorldMeshError(WorldConfigError, MeshError):
+    """A world file's mesh is missing, unreadable, over a cap or unusable: both a
+    :class:`WorldConfigError` and a :class:`~robot_collision.errors.MeshError`."""
 
 
 def resolve_resource_path(
@@ -150,9 +157,13 @@ class WorldModel:
 
     ``frame_ids``: frame names accepted in message headers besides the empty string (normally
     the robot base frame); updates in any other frame are refused, as there is no tf here.
+    ``limits``: caps of world files and of the world's size (``LoadLimits.max_world_objects``
+    shapes altogether: a change that would exceed it raises :class:`WorldConfigError` and
+    changes nothing); defaults when None.
     """
 
-    def __init__(self, frame_ids: Iterable[str] = ()) -> None:
+    def __init__(self, frame_ids: Iterable[str] = (), limits: Optional[LoadLimits] = None) -> None:
+        self.limits = limits_or_default(limits)
         self._lock = threading.RLock()
         self._entries: dict[str, WorldEntry] = {}
         self._version = 0
@@ -262,6 +273,7 @@ class WorldModel:
             object_id, _as_pose(pose, f"{what} pose"), self._shape_list(shapes, what)
         )
         with self._lock:
+            self._check_size(object_id, entry)
             self._entries[object_id] = entry
             self._changed()
 
@@ -283,9 +295,11 @@ class WorldModel:
         with self._lock:
             old = self._entries.get(object_id)
             if old is None:
-                self._entries[object_id] = WorldEntry(object_id, _as_pose(pose, what), extra)
+                entry = WorldEntry(object_id, _as_pose(pose, what), extra)
             else:
-                self._entries[object_id] = WorldEntry(object_id, old.pose, old.shapes + extra)
+                entry = WorldEntry(object_id, old.pose, old.shapes + extra)
+            self._check_size(object_id, entry)
+            self._entries[object_id] = entry
             self._changed()
 
     def move(self, object_id: str, pose: ArrayLike) -> None:
@@ -319,6 +333,7 @@ class WorldModel:
             new[object_id] = WorldEntry(
                 object_id, _as_pose(pose, f"{what} pose"), self._shape_list(shapes, what)
             )
+        self._check_total(sum(len(e.shapes) for e in new.values()), "the new world")
         with self._lock:
             self._entries = new
             self._changed()
@@ -372,15 +387,34 @@ class WorldModel:
         """Make ``path`` the world file: its objects replace the objects the previous world file
         added (and objects with the same ids); an empty path only removes them. Returns the ids
         loaded. All-or-nothing: a file that cannot be loaded changes nothing (and raises)."""
-        loaded = load_world_file(path) if str(path) else []
+        loaded = load_world_file(path, self.limits) if str(path) else []
         with self._lock:
+            entries = dict(self._entries)
             for oid in self._file_ids:
-                self._entries.pop(oid, None)
+                entries.pop(oid, None)
             for e in loaded:
-                self._entries[e.object_id] = e
+                entries[e.object_id] = e
+            self._check_total(sum(len(e.shapes) for e in entries.values()), f"world file {path}")
+            self._entries = entries
             self._file_ids = [e.object_id for e in loaded]
             self._changed()
             return list(self._file_ids)
+
+    # ------------------------------------------------------------------ size cap
+    def _check_total(self, shapes: int, what: str) -> None:
+        if shapes > self.limits.max_world_objects:
+            raise WorldConfigError(
+                self.limits.exceeded("max_world_objects", f"{what}: the world's object count",
+                                     shapes)
+            )
+
+    def _check_size(self, object_id: str, entry: WorldEntry) -> None:
+        """Refuse ``entry`` (replacing ``object_id``) if the world would exceed the cap
+        (caller holds the lock)."""
+        old = self._entries.get(object_id)
+        total = sum(len(e.shapes) for e in self._entries.values())
+        total += len(entry.shapes) - (len(old.shapes) if old is not None else 0)
+        self._check_total(total, f"world object {object_id!r}")
 
 
 # --------------------------------------------------------------------------- world files
@@ -400,7 +434,9 @@ def _numbers(value: Any, count: Optional[int], what: str) -> list[float]:
     return out
 
 
-def _object_shape(spec: Mapping[str, Any], what: str, base_dir: Optional[Path]) -> Shape:
+def _object_shape(
+    spec: Mapping[str, Any], what: str, base_dir: Optional[Path], limits: LoadLimits
+) -> Shape:
     kind = str(spec.get("type", "")).strip().lower()
     dims = spec.get("dimensions")
 
@@ -441,9 +477,13 @@ def _object_shape(spec: Mapping[str, Any], what: str, base_dir: Optional[Path]) 
             verts = spec["vertices"]
             if not isinstance(verts, (list, tuple)):
                 raise WorldConfigError(f"{what} vertices must be a list of [x, y, z]")
+            if len(verts) > limits.max_mesh_vertices:
+                raise MeshError(
+                    limits.exceeded("max_mesh_vertices", f"{what} vertex count", len(verts))
+                )
             pts = [_numbers(v, 3, f"{what} vertices[{k}]") for k, v in enumerate(verts)]
-            return Mesh(np.asarray(pts, dtype=float).reshape(-1, 3), scale_v)
-        return Mesh(resolve_resource_path(str(spec["file"]), base_dir), scale_v)
+            return Mesh(np.asarray(pts, dtype=float).reshape(-1, 3), scale_v, limits=limits)
+        return Mesh(resolve_resource_path(str(spec["file"]), base_dir), scale_v, limits=limits)
     raise WorldConfigError(
         f"{what} has type {spec.get('type')!r}; use box, sphere, cylinder, capsule or mesh"
     )
@@ -463,9 +503,14 @@ def _object_pose(spec: Mapping[str, Any], what: str) -> NDArray[np.float64]:
 
 
 def parse_world_config(
-    data: Any, base_dir: Optional[Path] = None, source: str = "world"
+    data: Any,
+    base_dir: Optional[Path] = None,
+    source: str = "world",
+    limits: Optional[LoadLimits] = None,
 ) -> list[WorldEntry]:
-    """World entries of a parsed world file (see the module docstring for the schema)."""
+    """World entries of a parsed world file (see the module docstring for the schema);
+    ``limits`` caps the object count and the meshes (defaults when None)."""
+    lim = limits_or_default(limits)
     if data is None:
         return []
     if isinstance(data, Mapping):
@@ -480,6 +525,10 @@ def parse_world_config(
         items = data
     if not isinstance(items, list):
         raise WorldConfigError(f"{source}: 'objects' must be a list of objects")
+    if len(items) > lim.max_world_objects:
+        raise WorldConfigError(
+            lim.exceeded("max_world_objects", f"{source}: the object count", len(items))
+        )
     entries: list[WorldEntry] = []
     seen: set[str] = set()
     for k, spec in enumerate(items):
@@ -496,27 +545,87 @@ def parse_world_config(
         if unknown:
             raise WorldConfigError(f"{what} has unknown keys {sorted(unknown)}")
         try:
-            shape = _object_shape(spec, what, base_dir)
+            shape = _object_shape(spec, what, base_dir, lim)
         except WorldConfigError:
             raise
+        except MeshError as exc:  # also a MeshError: the reason may name a mesh cap to raise
+            raise WorldMeshError(f"{what}: {exc}") from None
         except RobotCollisionError as exc:
             raise WorldConfigError(f"{what}: {exc}") from None
         entries.append(WorldEntry(oid, _object_pose(spec, what), ((shape, np.eye(4)),)))
     return entries
 
 
-def load_world_file(path: Union[str, os.PathLike[str]]) -> list[WorldEntry]:
-    """Read and validate a world file (path or ``package://`` URI)."""
+def _load_yaml(data: bytes, source: str, limits: LoadLimits) -> Any:
+    """The YAML document ``data``, refused (before it is composed) when it nests deeper than
+    ``limits.max_world_depth`` or when its aliases expand it beyond ``limits.max_world_bytes``
+    nodes. PyYAML composes recursively: a deep document would raise RecursionError (the pure
+    Python loader) or crash the process (libyaml's loader), so depth is checked on the event
+    stream, which is parsed iteratively and abandoned at the first event too deep."""
     import yaml
 
-    p = resolve_resource_path(path)
-    if not p.is_file():
-        raise WorldConfigError(f"world file {str(path)!r} does not exist (resolved to {str(p)!r})")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = nodes = 0
+    starts: list[tuple[Optional[str], int]] = []
+    anchors: dict[str, int] = {}
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorldConfigError(f"cannot read world file {str(p)!r}: {exc}") from None
+        for ev in yaml.parse(data, Loader=loader):
+            if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > limits.max_world_depth:
+                    raise WorldConfigError(
+                        limits.exceeded("max_world_depth", f"{source}: YAML nesting", depth)
+                    )
+                nodes += 1
+                starts.append((ev.anchor, nodes))
+            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+                anchor, start = starts.pop()
+                if anchor is not None:
+                    anchors[anchor] = nodes - start + 1
+            elif isinstance(ev, yaml.ScalarEvent):
+                nodes += 1
+                if ev.anchor is not None:
+                    anchors[ev.anchor] = 1
+            elif isinstance(ev, yaml.AliasEvent):
+                nodes += anchors.get(ev.anchor, 1)
+            if nodes > limits.max_world_bytes:
+                raise WorldConfigError(
+                    f"{source}: YAML aliases expand the document to over "
+                    f"{limits.max_world_bytes:,} nodes (LoadLimits.max_world_bytes); write the "
+                    "objects out instead of repeating aliases"
+                )
+        return yaml.load(data, Loader=loader)  # a safe loader (CSafeLoader or SafeLoader)
     except yaml.YAMLError as exc:
-        raise WorldConfigError(f"world file {str(p)!r} is not valid YAML: {exc}") from None
-    return parse_world_config(data, p.parent, str(p))
+        raise WorldConfigError(f"world file {source} is not valid YAML: {exc}") from None
 
+
+def load_world_file(
+    path: Union[str, os.PathLike[str]], limits: Optional[LoadLimits] = None
+) -> list[WorldEntry]:
+    """Read and validate a world file (path or ``package://`` URI). ``limits`` caps its size,
+    nesting, object count and meshes (defaults when None)."""
+    lim = limits_or_default(limits)
+    p = resolve_resource_path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        raise WorldConfigError(
+            f"world file {str(path)!r} does not exist (resolved to {str(p)!r})"
+        ) from None
+    if not p.is_file():
+        raise WorldConfigError(f"world file {str(p)!r} is not a regular file")
+    if st.st_size > lim.max_world_bytes:
+        raise WorldConfigError(
+            lim.exceeded("max_world_bytes", f"world file {str(p)!r}", st.st_size, "bytes")
+        )
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(lim.max_world_bytes + 1)
+    except OSError as exc:
+        raise WorldConfigError(f"cannot read world file {str(p)!r}: {exc}") from None
+    if len(data) > lim.max_world_bytes:
+        raise WorldConfigError(
+            lim.exceeded("max_world_bytes", f"world file {str(p)!r}", len(data), "bytes")
+        )
+    return parse_world_config(_load_yaml(data, repr(str(p)), lim), p.parent, str(p), lim)

@@ -5,6 +5,7 @@ a missing joint)."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +198,135 @@ def test_default_robot_loads_without_notes() -> None:
             URDF_DIR / "default_arm.urdf", srdf=URDF_DIR / "default_arm.srdf"
         )
     assert robot.load_report.notes == []
+
+
+# --------------------------------------------------------------------------- XML safety
+def _utf7(text: str) -> bytes:
+    """``text`` as one UTF-7 base64 run: no '<' or '!' is visible to a byte or text search."""
+    import base64
+
+    return b"+" + base64.b64encode(text.encode("utf-16-be")).rstrip(b"=") + b"-"
+
+
+DOCTYPE = '<!DOCTYPE robot [<!ENTITY n "evil">]>'
+BODY = '<robot name="&n;"><link name="a"/></robot>'
+
+
+def _hidden_doctype() -> bytes:
+    """The issue's bypass: an encoding declaration hides the DOCTYPE from a text search, while
+    libxml2 decodes it and expands the entity into the robot's name."""
+    data = b'<?xml version="1.0" encoding="UTF-7"?>' + _utf7(DOCTYPE) + BODY.encode()
+    assert b"<!DOCTYPE" not in data and b"<!ENTITY" not in data
+    return data
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        pytest.param(_hidden_doctype(), id="utf7-bytes"),
+        pytest.param(_hidden_doctype().decode("ascii"), id="utf7-text"),
+        pytest.param((DOCTYPE + BODY).encode("utf-16"), id="utf16-bom"),
+        pytest.param(('<?xml version="1.0" encoding="UTF-16"?>' + DOCTYPE + BODY)
+                     .encode("utf-16-le"), id="utf16-declared-no-bom"),
+        pytest.param(DOCTYPE + BODY, id="plain-text"),
+        pytest.param((DOCTYPE + BODY).encode(), id="plain-bytes"),
+        pytest.param("\n" * 5000 + DOCTYPE + BODY, id="doctype-after-4k"),
+        pytest.param('<!DOCTYPE robot SYSTEM "http://example.invalid/x.dtd">'
+                     '<robot name="r"><link name="a"/></robot>', id="external-dtd"),
+    ],
+)
+def test_doctype_and_entities_are_refused_on_the_parsed_document(doc: str | bytes) -> None:
+    with pytest.raises(URDFError, match=r"DOCTYPE|entit|not well-formed") as info:
+        RobotModel.from_urdf(doc)
+    assert "evil" not in str(info.value)
+    with pytest.raises(SRDFError, match=r"DOCTYPE|entit|not well-formed"):
+        RobotModel.from_urdf(_arm(), srdf=doc)
+
+
+def test_utf7_text_is_not_decoded_twice() -> None:
+    """A str is already decoded: its encoding declaration is ignored, so the UTF-7 run stays
+    text before the root (not well-formed) instead of becoming a DOCTYPE."""
+    with pytest.raises(URDFError, match="not well-formed"):
+        RobotModel.from_urdf(_hidden_doctype().decode("ascii"))
+
+
+def test_billion_laughs_is_refused_fast() -> None:
+    import time
+
+    ents = '<!ENTITY l0 "lol">' + "".join(
+        f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10)
+    )
+    doc = f'<?xml version="1.0"?><!DOCTYPE robot [{ents}]><robot name="&l9;"><link name="a"/>' \
+          "</robot>"
+    t0 = time.perf_counter()
+    for d in (doc, doc.encode(), doc.encode("utf-16")):
+        with pytest.raises(URDFError, match=r"DOCTYPE|entit"):
+            RobotModel.from_urdf(d)
+        with pytest.raises(SRDFError, match=r"DOCTYPE|entit"):
+            RobotModel.from_urdf(_arm(), srdf=d)
+    assert time.perf_counter() - t0 < 2.0
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-16-le"])
+def test_encoded_documents_without_doctype_load(tmp_path: Path, encoding: str) -> None:
+    decl = f'<?xml version="1.0" encoding="{encoding.upper().replace("-LE", "")}"?>\n'
+    data = (decl + _arm()).encode(encoding)
+    if encoding == "utf-16-le":
+        data = (decl.replace("UTF-16", "UTF-16LE") + _arm()).encode(encoding)
+    path = tmp_path / "arm.urdf"
+    path.write_bytes(data)
+    assert RobotModel.from_urdf(path).joint_names == ["j1", "j2"]
+    assert RobotModel.from_urdf(data).joint_names == ["j1", "j2"]
+
+
+# --------------------------------------------------------------------------- size caps
+def test_urdf_and_srdf_byte_caps(tmp_path: Path) -> None:
+    text = _arm()
+    small = LoadLimits(max_urdf_bytes=len(text) - 1)
+    with pytest.raises(URDFError, match=r"URDF text is .* \(LoadLimits.max_urdf_bytes\)"):
+        RobotModel.from_urdf(text, limits=small)
+    with pytest.raises(URDFError, match="max_urdf_bytes"):
+        RobotModel.from_urdf(text.encode(), limits=small)
+    assert RobotModel.from_urdf(text, limits=LoadLimits(max_urdf_bytes=len(text))).joint_names
+    srdf = "<robot>" + " " * 100 + "</robot>"
+    with pytest.raises(SRDFError, match="max_srdf_bytes"):
+        RobotModel.from_urdf(text, srdf=srdf, limits=LoadLimits(max_srdf_bytes=100))
+
+
+def test_huge_sparse_urdf_file_is_refused_before_reading(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "huge.urdf"
+    with open(path, "wb") as f:
+        f.write(b"<robot>")
+        f.truncate(3 * 2**30)
+    t0 = time.perf_counter()
+    with pytest.raises(URDFError, match=r"3\.0 GiB, above the limit of 10\.0 MiB"):
+        RobotModel.from_urdf(path)
+    with pytest.raises(SRDFError, match="max_srdf_bytes"):
+        RobotModel.from_urdf(_arm(), srdf=path)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_link_and_joint_caps_are_checked_before_building(tmp_path: Path) -> None:
+    """200,001 links (the issue's 20 MB URDF) are refused after parsing, before any shape is
+    built: the mesh they name is never opened."""
+    import time
+
+    n = 200_000
+    links = "".join(f'<link name="l{i}"/>' for i in range(n + 1))
+    joints = "".join(
+        f'<joint name="j{i}" type="fixed"><parent link="l{i}"/><child link="l{i + 1}"/></joint>'
+        for i in range(n)
+    )
+    bomb = f'<robot name="big"><link name="m"><collision><geometry><mesh filename="{tmp_path}' \
+           f'/never.stl"/></geometry></collision></link>{links}{joints}</robot>'
+    big = LoadLimits(max_urdf_bytes=len(bomb))
+    t0 = time.perf_counter()
+    with pytest.raises(URDFError, match=r"<link> count is 200,002.*max_links"):
+        RobotModel.from_urdf(bomb, limits=big)
+    assert time.perf_counter() - t0 < 5.0
+    with pytest.raises(URDFError, match=r"<joint> count is 2.*max_joints"):
+        RobotModel.from_urdf(_arm(), limits=LoadLimits(max_joints=1))
+    with pytest.raises(URDFError, match="max_urdf_bytes"):
+        RobotModel.from_urdf(bomb)  # 10 MiB default

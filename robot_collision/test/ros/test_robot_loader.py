@@ -1,5 +1,5 @@
 """RobotLoader on a real node and topic: a running node keeps its model when a bad description
-(NaN limit, entity hidden by UTF-7) arrives on robot_description, and takes the next
+(NaN limit, entity hidden by UTF-7, over a cap) arrives on robot_description, and takes the next
 good one; load notes do not stop a sloppy robot from loading."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from robot_collision import RobotModel, default_robot_paths
+from robot_collision.load_limits import LoadLimits
 from robot_collision.ros.robot_loader import RobotLoader, build_robot_model
 
 pytestmark = pytest.mark.ros
@@ -35,8 +36,16 @@ def test_build_robot_model_refuses_bad_descriptions() -> None:
 
     assert '<robot name="rc_arm"' in URDF
     for bad in (NAN_URDF, _utf7_entity_urdf()):
-        with pytest.raises(RobotCollisionError):
+        with pytest.raises(RobotCollisionError) as info:
             build_robot_model(bad)
+        assert "evil" not in str(info.value)
+    # as bytes (a file), the declared UTF-7 is decoded and the DOCTYPE found in the parsed tree
+    doc = _utf7_entity_urdf()
+    head = doc[: doc.index("-\n") + 1]  # the declaration and the hidden DOCTYPE
+    with pytest.raises(RobotCollisionError, match="DOCTYPE"):
+        RobotModel.from_urdf((head + '<robot name="&n;"><link name="a"/></robot>').encode())
+    with pytest.raises(RobotCollisionError, match="max_urdf_bytes"):
+        build_robot_model(URDF, limits=LoadLimits(max_urdf_bytes=100))
     model, srdf_error = build_robot_model(SLOPPY_URDF)
     assert srdf_error is None and model.velocity_limits[0] == 1.0
     assert len(model.load_report.notes) == 1
@@ -55,7 +64,7 @@ def test_running_node_keeps_its_model_on_bad_descriptions(ros: Any) -> None:
         models.append(model)
         seen.set()
 
-    loader = RobotLoader(node, on_model)
+    loader = RobotLoader(node, on_model, limits=LoadLimits(max_urdf_bytes=len(URDF) + 100))
     loader.start()
     pub_node = ros.helper(ns)
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -67,7 +76,8 @@ def test_running_node_keeps_its_model_on_bad_descriptions(ros: Any) -> None:
         assert ros.wait_until(lambda: len(models) == 1)
         first = loader.model
         assert first is not None and first.name == "rc_arm"
-        for bad in (NAN_URDF, _utf7_entity_urdf()):
+        oversized = URDF.replace("</robot>", "<!--" + "x" * 200 + "--></robot>")
+        for bad in (NAN_URDF, _utf7_entity_urdf(), oversized):
             pub.publish(String(data=bad))
             ros.wait_until(lambda: len(models) > 1, timeout=1.0)
             assert loader.model is first and len(models) == 1

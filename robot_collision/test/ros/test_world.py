@@ -253,3 +253,77 @@ def test_demo_world_is_collision_free_at_home() -> None:
     assert not res.in_collision
     world_cols = res.signed[:, len(res.row_names):]
     assert np.min(world_cols) > 0.1  # a clear margin around the arm at home
+
+
+# --------------------------------------------------------------------------- caps
+def test_deeply_nested_world_file_is_a_typed_error_not_a_crash(tmp_path: Path) -> None:
+    """50,000 nested lists: PyYAML's composer would raise RecursionError (pure Python) or crash
+    the process (libyaml); the depth is refused on the event stream first."""
+    import time
+
+    from robot_collision.load_limits import LoadLimits
+
+    path = tmp_path / "deep.yaml"
+    path.write_text("objects: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(WorldConfigError, match=r"YAML nesting is 33.*max_world_depth"):
+        load_world_file(path)
+    w = WorldModel()
+    with pytest.raises(WorldConfigError, match="max_world_depth"):
+        w.use_file(path)
+    assert len(w) == 0 and time.perf_counter() - t0 < 2.0
+    shallow = tmp_path / "shallow.yaml"
+    shallow.write_text("objects: [{id: a, type: sphere, radius: 0.1}]\n")
+    with pytest.raises(WorldConfigError, match="max_world_depth"):
+        load_world_file(shallow, LoadLimits(max_world_depth=2))
+    assert [e.object_id for e in load_world_file(shallow, LoadLimits(max_world_depth=3))] == ["a"]
+
+
+def test_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(WorldConfigError, match="aliases expand"):
+        load_world_file(path)
+
+
+def test_world_file_size_and_object_caps(tmp_path: Path) -> None:
+    from robot_collision.load_limits import LoadLimits
+
+    huge = tmp_path / "huge.yaml"
+    with open(huge, "wb") as f:
+        f.truncate(3 * 2**30)
+    with pytest.raises(WorldConfigError, match=r"3\.0 GiB.*max_world_bytes"):
+        load_world_file(huge)
+    three = tmp_path / "three.yaml"
+    three.write_text("objects: [{id: a, type: sphere, radius: 0.1}, {id: b, type: sphere, "
+                     "radius: 0.1}, {id: c, type: sphere, radius: 0.1}]\n")
+    with pytest.raises(WorldConfigError, match=r"object count is 3.*max_world_objects"):
+        load_world_file(three, LoadLimits(max_world_objects=2))
+    w = WorldModel(limits=LoadLimits(max_world_objects=3))
+    assert w.use_file(three) == ["a", "b", "c"]
+    with pytest.raises(WorldConfigError, match="max_world_objects"):
+        w.add("d", Sphere(0.1))
+    with pytest.raises(WorldConfigError, match="max_world_objects"):
+        w.append("a", Sphere(0.1))
+    w.add("a", Box(0.1, 0.1, 0.1))  # replacing keeps the count
+    assert w.ids() == ["a", "b", "c"] and isinstance(w.get("a").shapes[0][0], Box)
+
+
+def test_three_gigabyte_mesh_via_world_file_and_urdf_is_a_mesh_error(tmp_path: Path) -> None:
+    from robot_collision.errors import MeshError
+
+    mesh = tmp_path / "huge.stl"
+    with open(mesh, "wb") as f:
+        f.truncate(3 * 2**30)
+    world = tmp_path / "world.yaml"
+    world.write_text(f"objects: [{{id: m, type: mesh, file: {mesh}}}]\n")
+    w = WorldModel()
+    with pytest.raises(MeshError, match=r"objects\[0\] \('m'\).*3\.0 GiB.*max_mesh_bytes"):
+        w.use_file(world)
+    assert len(w) == 0
+    urdf = (f'<robot name="r"><link name="a"><collision><geometry><mesh filename="{mesh}"/>'
+            "</geometry></collision></link></robot>")
+    with pytest.raises(MeshError, match=r"link 'a' collision #0.*3\.0 GiB.*max_mesh_bytes"):
+        RobotModel.from_urdf(urdf)
