@@ -173,6 +173,76 @@ def test_adversarial_panda_cage(panda: tuple[RobotModel, list[WorldObject], np.n
     assert not out["faults"], out["faults"]
 
 
+# ---------------------------------------------------------------------- resting on the boundary
+def _hold_against(robot: RobotModel, world: list[WorldObject], q0: np.ndarray,
+                  target: np.ndarray, filt: VelocityFilter, ticks: int = 1500,
+                  gain: float = 10.0) -> tuple[np.ndarray, int]:
+    """Joint P-control (``gain`` 1/s, clipped to the velocity limits) towards a ``target``
+    the filter cannot reach, at 500 Hz; every 10th tick checked by an independent exhaustive
+    evaluation. Returns the outputs (ticks, n) and the first tick a pair changed the command."""
+    judge = CollisionChecker(robot)
+    vmax = np.asarray(robot.velocity_limits)
+    o = filt.options
+    s0 = judge.check(q0, world, exhaustive=True).signed
+    m1 = len(judge.row_names)
+    ds = np.full(s0.shape, o.safety_distance_env)
+    ds[:, :m1] = o.safety_distance_self
+    floor = np.minimum(s0, ds) - TOL
+    q = q0.copy()
+    outs = np.empty((ticks, q.shape[0]))
+    contact = -1
+    for t in range(ticks):
+        res = filt.filter(q, np.clip(gain * (target - q), -vmax, vmax), DT)
+        assert res.ok, res.fault
+        if contact < 0 and any("=" in a for a in res.active_constraints):
+            contact = t
+        outs[t] = res.velocity
+        q = q + res.velocity * DT
+        if t % 10 == 9 or t == ticks - 1:
+            s = judge.check(q, world, exhaustive=True).signed
+            assert np.all(s >= floor), (t, float((s - floor).min()))
+    assert contact >= 0, "the target was reachable: no pair ever constrained the command"
+    return outs, contact
+
+
+def _assert_settles(outs: np.ndarray, contact: int) -> None:
+    """At rest against the boundary the output settles: once the speed fell below 0.01 rad/s
+    it is at most 1e-3 rad/s within 0.5 s (250 ticks) and no joint alternates in sign."""
+    speed = np.linalg.norm(outs, axis=1)
+    slow = np.flatnonzero(speed[contact:] < 0.01)
+    assert slow.shape[0], f"never came to rest: speed {speed[-3:]} rad/s, outputs\n{outs[-4:]}"
+    rest = contact + int(slow[0])
+    assert rest + 250 < outs.shape[0], "came to rest too late to judge"
+    assert speed[rest + 250:].max() <= 1e-3, speed[rest + 250:].max()
+    after = np.where(np.abs(outs[rest:]) > 1e-6, np.sign(outs[rest:]), 0.0)
+    flips = after[1:] * after[:-1] < 0
+    alternating = flips[1:] & flips[:-1]
+    assert not alternating.any(), np.argwhere(alternating)[:5]
+
+
+def test_rest_against_wall_without_chatter(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    """The tool is driven into the wall (unreachable target): its two fingers are equally
+    close to the wall, so the closest witness switches between them; the output must settle
+    instead of flipping sign every tick (it was ±0.1 rad/s on joints 1, 3, 5, 7 forever, and
+    the tool settled 2.4 mm inside the safety distance)."""
+    q0 = np.array([0.0, 0.1, 0.0, 0.2, 0.0, 0.1, 0.0])
+    target = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 0.5, 0.0])
+    filt = VelocityFilter(CollisionChecker(arm), world=arm_world)
+    outs, contact = _hold_against(arm, arm_world, q0, target, filt)
+    _assert_settles(outs, contact)
+
+
+def test_rest_against_cage_without_chatter(
+        panda: tuple[RobotModel, list[WorldObject], np.ndarray]) -> None:
+    """The Panda's link6 spheres pressed against the cage's side (the output alternated with
+    ±0.02-0.15 rad/s on six joints)."""
+    robot, world, q0 = panda
+    target = np.array([0.035, 0.566, -1.068, -1.01, -0.565, 1.341, 1.768])
+    filt = VelocityFilter(CollisionChecker(robot), world=world)
+    outs, contact = _hold_against(robot, world, q0, target, filt)
+    _assert_settles(outs, contact)
+
+
 # ---------------------------------------------------------------------- exactness
 NEAR_WALL = np.array([0.0, 0.2, 0.0, 0.4, 0.0, 0.3, 0.0])  # tool 11 mm from the wall (< d_s)
 APPROACH = np.array([0.0, 0.15, 0.0, 0.35, 0.0, 0.3, 0.0])  # tool between d_s and d_i of the wall
