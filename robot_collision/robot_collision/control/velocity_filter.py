@@ -76,6 +76,34 @@ edge). Continuous joints (infinite limits) only have the velocity bounds; joints
 velocity limit only the position terms. Unprotected joints (see below) are clipped to the same
 box: protection switches off collision avoidance, never the joint limits.
 
+Acceleration limits (3) and stopping distances (4)
+--------------------------------------------------
+With ``acceleration_limits`` a (n,) (URDF has none: YAML / parameters) the output also changes
+by at most a dt per tick, from the previous output v⁻ (the velocity the robot executes; the
+filter's last output unless the caller passes it)::
+
+    v⁻_i − a_i dt ≤ q̇_i ≤ v⁻_i + a_i dt,    hi_i ≤ V(s⁺_i; a_i),   lo_i ≥ −V(s⁻_i; a_i)      (3)
+
+V(g; a) is the largest speed that, lowered by a dt every tick, stops within g (the exact
+discrete braking curve: v² + a dt v = 2 a g at whole steps, piecewise linear in between), so a
+joint is braked before its position limit at its acceleration limit, and one on the curve can
+stay on it (V(g − v dt) = v − a dt). The limit damper never asks to brake harder than a.
+For every pair, with a_k = η Σ_i |J_ϕ,k,i| a_i (its braking deceleration when every protected
+joint brakes for it, η = ``braking_fraction`` leaving the rest for other pairs)::
+
+    −J_ϕ,k q̇ ≤ min( V(ϕ_k − d_s; a_k),  max(damper of (1), −J_ϕ,k v⁻ − a_k dt) )          (4)
+
+i.e. a pair is never approached faster than it can still be stopped at d_s, and the damper of
+(1) never asks for more than a_k. (4) needs the pairs up to d_s + ū (T̄/η + dt) away, where ū
+bounds the speed of any robot point this tick (per link Σ_i w_i (‖∂c/∂q_i‖ + r), w = the
+reachable joint speeds) and T̄ = max_i w_i / a_i the longest stop; the clearance query grows to
+that while the arm is fast (at rest it is the influence distance). A pair inside d_s may not
+approach at all. If the rows and (3) cannot all hold (a pair still approaching inside d_s, or
+several pairs braking against each other), the per-tick window is widened (×2, 4, 8, 16, then
+no acceleration limit): the clearance wins, and ``"acceleration:relaxed"`` is reported. Measured
+with the adversarial loops below at a = 10 rad/s²: 3-69 of 10⁴ ticks relaxed, every other tick
+within a dt, 0 violations.
+
 Moving away is never slowed
 ---------------------------
 If q̇_cmd satisfies (1) and (2) it is the QP's unique minimiser, and the filter returns it
@@ -103,7 +131,9 @@ Faults
 :meth:`VelocityFilter.filter` never raises for bad numbers: it returns zero velocity with
 ``ok = False`` and a ``fault`` message starting with one of ``"wrong length"``,
 ``"non-finite state"``, ``"non-finite command"``, ``"bad dt"``, ``"stale state"``,
+``"state out of limits"`` (farther than ``state_limit_tolerance`` outside a position limit),
 ``"clearance failed"``, ``"non-finite clearance"``, ``"infeasible QP"``, ``"solver failure"``.
+A fault also resets the previous output to zero (the robot is told to stop).
 The QP is solved with DAQP (dense dual active-set, MIT licence; a few µs for 7-20 variables).
 """
 
@@ -123,7 +153,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..collision.clearance import ClearanceTable, clearance_table
 from ..errors import ConfigurationError, UnknownNameError
 from ..geometry.shapes import WorldObject
-from ..model.kinematics import KinematicArrays, point_jacobian_into
+from ..model.kinematics import REVOLUTE, KinematicArrays, fk_into, point_jacobian_into
 
 if TYPE_CHECKING:
     from ..collision.checker import CollisionChecker
@@ -166,6 +196,16 @@ class FilterOptions:
     - ``max_dt`` = 0.05 s: a tick longer than this is a fault (the state is too old to integrate
       over).
     - ``state_timeout`` = 0.1 s: a state older than this (``stamp_age``) is stale: fault.
+    - ``state_limit_tolerance`` = 0.1 rad (m for prismatic joints): a state farther than this
+      outside a joint's position limits is not the robot's (a wrong joint mapping, a wrapped
+      encoder, another robot's model): fault. Inside the tolerance a joint may move back in.
+    - ``acceleration_limits`` = None: joint acceleration limits (rad/s², m/s²), one value for
+      every joint or one per joint in model order (``inf`` = that joint is not limited); None =
+      no acceleration limits. URDF has none: they come from YAML / parameters. See
+      "Acceleration limits" in the module docstring.
+    - ``braking_fraction`` η = 0.5: with acceleration limits, the share (0, 1] of a pair's
+      full braking deceleration (every protected joint at its limit) that its stopping distance
+      is computed with; the rest is left for the other pairs and the joint limits.
     """
 
     influence_distance_self: float = 0.08
@@ -181,6 +221,9 @@ class FilterOptions:
     weights: Optional[tuple[float, ...]] = None
     max_dt: float = 0.05
     state_timeout: float = 0.1
+    state_limit_tolerance: float = 0.1
+    acceleration_limits: Optional[tuple[float, ...]] = None
+    braking_fraction: float = 0.5
 
     def __post_init__(self) -> None:
         def finite(name: str) -> float:
@@ -197,7 +240,8 @@ class FilterOptions:
                     f"FilterOptions.influence_distance_{kind} ({di} m) must exceed "
                     f"safety_distance_{kind} + discrete_margin ({ds} m + {self.discrete_margin} m)"
                 )
-        for name in ("gain", "max_dt", "state_timeout", "joint_limit_gain"):
+        for name in ("gain", "max_dt", "state_timeout", "joint_limit_gain",
+                     "state_limit_tolerance"):
             if not finite(name) > 0.0:
                 raise ConfigurationError(f"FilterOptions.{name} must be positive")
         for name in ("recovery_speed", "discrete_margin", "joint_limit_margin"):
@@ -205,6 +249,15 @@ class FilterOptions:
                 raise ConfigurationError(f"FilterOptions.{name} must be >= 0")
         if not 0.0 < finite("velocity_scale") <= 1.0:
             raise ConfigurationError("FilterOptions.velocity_scale must be in (0, 1]")
+        if not 0.0 < finite("braking_fraction") <= 1.0:
+            raise ConfigurationError("FilterOptions.braking_fraction must be in (0, 1]")
+        if self.acceleration_limits is not None:
+            a = np.asarray(self.acceleration_limits, dtype=float)
+            if a.ndim != 1 or a.shape[0] == 0 or np.isnan(a).any() or not np.all(a > 0.0):
+                raise ConfigurationError(
+                    "FilterOptions.acceleration_limits must be positive numbers (rad/s^2 or "
+                    f"m/s^2; inf = not limited), one for every joint or one per joint, got "
+                    f"{self.acceleration_limits!r}")
         if self.weights is not None:
             w = np.asarray(self.weights, dtype=float)
             if w.ndim != 1 or not np.all(np.isfinite(w)) or not np.all(w > 0.0):
@@ -283,11 +336,26 @@ class VelocityFilter:
             self._groups[str(g)] = np.array(idx, dtype=np.int64)
         self._protection = {g: True for g in self._groups}
         self._d_infl = max(o.influence_distance_self, o.influence_distance_env)
+        self._ds_max = max(o.safety_distance_self, o.safety_distance_env) + o.discrete_margin
         self._params = np.array([
             o.influence_distance_self, o.safety_distance_self + o.discrete_margin,
             o.influence_distance_env, o.safety_distance_env + o.discrete_margin,
-            o.gain, o.recovery_speed, o.joint_limit_margin,
+            o.gain, o.recovery_speed, o.joint_limit_margin, o.braking_fraction,
         ])
+        if o.acceleration_limits is None:
+            self._acc = np.full(n, np.inf)
+        else:
+            acc = np.asarray(o.acceleration_limits, dtype=float)
+            if acc.shape == (1,):
+                acc = np.full(n, acc[0])
+            if acc.shape != (n,):
+                raise ConfigurationError(
+                    f"FilterOptions.acceleration_limits must have 1 or {n} values (joints "
+                    f"{', '.join(self._names)}), got {len(acc)}")
+            self._acc = acc
+        self._use_acc = bool(np.isfinite(self._acc).any())
+        self._prev = np.zeros(n)  # the last output (the velocity the robot now executes)
+        self._T = np.empty((len(robot.link_names), 4, 4))
         self._world: list[WorldObject] = []
         self._memory = _WitnessMemory(n)
         self.set_world(world)
@@ -304,9 +372,15 @@ class VelocityFilter:
         self._memory.clear()  # world object indices may now name other objects
 
     def reset(self) -> None:
-        """Forget the state carried between ticks (remembered witnesses); call when the robot
-        stopped or jumped (e.g. after a fault), never needed for correctness."""
+        """Forget the state carried between ticks: the remembered witnesses, and the previous
+        output (the acceleration limits then start from rest)."""
         self._memory.clear()
+        self._prev = np.zeros(self._n)
+
+    @property
+    def acceleration_limits(self) -> NDArray[np.float64]:
+        """(n,) joint acceleration limits in use (rad/s², m/s²; inf = not limited)."""
+        return self._acc.copy()
 
     @property
     def world(self) -> list[WorldObject]:
@@ -348,26 +422,35 @@ class VelocityFilter:
     # ------------------------------------------------------------------ the tick
     def _fault(self, msg: str, min_distance: float = float("nan"), num: int = 0,
                clearance_time: float = 0.0) -> FilterResult:
+        self._prev = np.zeros(self._n)  # the robot is told to stop
         return FilterResult(np.zeros(self._n), False, msg, [], min_distance, 0.0, 0.0, num,
                             clearance_time)
 
-    def joint_bounds(self, q: ArrayLike, dt: float) -> tuple[NDArray[np.float64],
-                                                              NDArray[np.float64]]:
-        """(lo, hi) (n,) joint-velocity box (2) at ``q`` (n,) for a tick of ``dt`` s."""
+    def joint_bounds(self, q: ArrayLike, dt: float, previous: Optional[ArrayLike] = None
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(lo, hi) (n,) joint-velocity box (2) at ``q`` (n,) for a tick of ``dt`` s; with
+        acceleration limits also (3) around ``previous`` (n,) (default: the last output)."""
         qa = np.asarray(q, dtype=float)
+        prev = self._prev if previous is None else np.asarray(previous, dtype=float)
         lo = np.empty(self._n)
         hi = np.empty(self._n)
         _joint_box(qa, self._lower, self._upper, self._vbar, self._has_damper, self._dgain,
                    self.options.joint_limit_margin, float(dt), lo, hi)
+        if self._use_acc:
+            _acceleration_box(qa, self._lower, self._upper, self._vbar, self._has_damper,
+                              self._dgain, self.options.joint_limit_margin, prev, self._acc,
+                              float(dt), 1.0, lo, hi)
         return lo, hi
 
     def filter(self, q: ArrayLike, qd_cmd: ArrayLike, dt: float,
-               stamp_age: float = 0.0) -> FilterResult:
+               stamp_age: float = 0.0, previous: Optional[ArrayLike] = None) -> FilterResult:
         """Filter one command; see the module docstring. Never raises for bad numbers.
 
         ``q`` (n,) measured configuration, ``qd_cmd`` (n,) commanded velocity, ``dt`` (s) the tick
         the output will be applied for, ``stamp_age`` (s) how old ``q`` is; a negative age
-        (clock skew between machines) is accepted.
+        (clock skew between machines) is accepted. ``previous`` (n,): the velocity the robot
+        executes now (what was last sent), the start of the acceleration limits; default: this
+        filter's last output (zeros after a fault).
         """
         n = self._n
         o = self.options
@@ -392,41 +475,76 @@ class VelocityFilter:
             return self._fault(f"bad dt: dt = {dtf} s must be in (0, {o.max_dt}] s")
         if not age <= o.state_timeout:  # also true for NaN
             return self._fault(f"stale state: age {age} s > state_timeout {o.state_timeout} s")
+        tol = o.state_limit_tolerance
+        outside = np.flatnonzero((qa < self._lower - tol) | (qa > self._upper + tol))
+        if outside.shape[0]:
+            i = int(outside[0])
+            return self._fault(
+                f"state out of limits: {self._names[i]} = {qa[i]:.6g} is more than "
+                f"state_limit_tolerance {tol:g} outside [{self._lower[i]:.6g}, "
+                f"{self._upper[i]:.6g}] ({outside.shape[0]} joints)")
+        if previous is None:
+            prev = self._prev
+        else:
+            try:
+                prev = np.asarray(previous, dtype=float)
+            except (TypeError, ValueError):
+                prev = np.empty(0)
+            if prev.shape != (n,):
+                return self._fault(f"wrong length: previous must have {n} values")
+            if not np.isfinite(prev).all():
+                return self._fault("non-finite command: previous has NaN or inf")
 
         t0 = time.perf_counter()
+        query = self._d_infl
         try:
-            pd = self.checker.pair_distances(qa, self._world, exhaustive=True,
-                                             cutoff=self._d_infl)
-            tab = clearance_table(self.robot, pd, self._d_infl)
+            if self._use_acc:
+                query = max(query, self._ds_max + self._stopping_distance(qa, prev, dtf))
+            pd = self.checker.pair_distances(qa, self._world, exhaustive=True, cutoff=query)
+            tab = clearance_table(self.robot, pd, query)
         except Exception as exc:  # the filter must not raise in the control loop
             return self._fault(f"clearance failed: {exc}")
         t1 = time.perf_counter()
         tc = t1 - t0
         phi = tab.distances
-        mind = float(phi.min()) if phi.shape[0] else math.inf
+        near = phi[phi < self._d_infl]
+        mind = float(near.min()) if near.shape[0] else math.inf
         # the table's rows plus the remembered witnesses of the same pairs (see "Several
         # witnesses" in the module docstring); src maps each row to its table row (names)
         phi2, kinds2, jac2, src = self._memory.rows(qa, tab, pd.T, self.robot.kin,
                                                      self._d_infl)
-        status, A, bl, bu, out, sel = _build_qp(
-            phi2, kinds2, jac2, phi.shape[0], self._pidx, qa, ca, self._lower, self._upper,
-            self._vbar, self._has_damper, self._dgain, self._params, dtf)
-        nrows = int(sel.shape[0])
-        if status == _NONFINITE:
-            return self._fault("non-finite clearance: distance or Jacobian is NaN/inf",
-                               mind, nrows, tc)
-        active: list[str] = []
+        relaxed = False
+        for factor in (_RELAX if self._use_acc else (0.0,)):
+            # with the acceleration limits first; if they and the rows cannot all hold (a pair
+            # approached faster than it can now stop), the clearance wins over the limits,
+            # which are widened as little as needed
+            use_acc = factor > 0.0
+            status, A, bl, bu, out, sel = _build_qp(
+                phi2, kinds2, jac2, phi.shape[0], self._pidx, qa, ca, self._lower,
+                self._upper, self._vbar, self._has_damper, self._dgain, self._params, dtf,
+                prev, self._acc, use_acc, factor)
+            nrows = int(sel.shape[0])
+            if status == _NONFINITE:
+                return self._fault("non-finite clearance: distance or Jacobian is NaN/inf",
+                                   mind, nrows, tc)
+            flag = _EXIT_OPTIMAL
+            if status == _NEED_QP:
+                x0 = ca[self._pidx]
+                try:
+                    x, _fv, flag, info = daqp.solve(self._H, -self._wp * x0, A, bu, bl)
+                except Exception as exc:  # a solver error is a fault, not an exception
+                    return self._fault(f"solver failure: {exc}", mind, nrows, tc)
+            if flag != _EXIT_INFEASIBLE or not use_acc:
+                break
+            relaxed = True
+        if flag == _EXIT_INFEASIBLE:
+            return self._fault(
+                "infeasible QP: the clearance rows and joint bounds cannot all hold "
+                f"({nrows} rows, closest {mind:.4f} m)", mind, nrows, tc)
+        active: list[str] = ["acceleration:relaxed"] if relaxed else []
         np_ = self._pidx.shape[0]
+        box_prev = prev if self._use_acc and factor > 0.0 else None
         if status == _NEED_QP:
-            x0 = ca[self._pidx]
-            try:
-                x, _fv, flag, info = daqp.solve(self._H, -self._wp * x0, A, bu, bl)
-            except Exception as exc:  # a solver error is a fault, not an exception
-                return self._fault(f"solver failure: {exc}", mind, nrows, tc)
-            if flag == _EXIT_INFEASIBLE:
-                return self._fault(
-                    "infeasible QP: the clearance rows and joint bounds cannot all hold "
-                    f"({nrows} rows, closest {mind:.4f} m)", mind, nrows, tc)
             x = np.asarray(x, dtype=float)
             if flag != _EXIT_OPTIMAL or not np.isfinite(x).all():
                 return self._fault(f"solver failure: DAQP exit flag {flag}", mind, nrows, tc)
@@ -434,7 +552,7 @@ class VelocityFilter:
             lam = info["lam"]
             for k in np.flatnonzero(lam[:np_]):
                 i = int(self._pidx[k])
-                active.append(self._bound_name(i, out[i], bl[k], bu[k]))
+                active.append(self._bound_name(i, out[i], bl[k], bu[k], box_prev, dtf))
             for k in np.flatnonzero(lam[np_:]):
                 r = int(src[sel[k]])
                 name = f"{tab.robot_bodies[r]}={tab.other_bodies[r]}"
@@ -445,17 +563,51 @@ class VelocityFilter:
         idx = self._uidx if status == _NEED_QP else self._all_idx
         clipped = idx[out[idx] != ca[idx]]
         if clipped.shape[0]:
-            lo, hi = self.joint_bounds(qa, dtf)
+            lo, hi = self._box(qa, dtf, box_prev, max(factor, 1.0))
             for i in clipped:
-                active.append(self._bound_name(int(i), out[i], lo[i], hi[i]))
+                active.append(self._bound_name(int(i), out[i], lo[i], hi[i], box_prev, dtf))
         nc = math.sqrt(float(ca @ ca))
         scaling = math.sqrt(float(out @ out)) / nc if nc > 0.0 else 1.0
+        self._prev = out.copy()
         return FilterResult(out, True, "", active, mind, scaling,
                             time.perf_counter() - t1, nrows, tc)
 
-    def _bound_name(self, i: int, v: float, lo: float, hi: float) -> str:
+    def _box(self, q: NDArray[np.float64], dt: float, prev: Optional[NDArray[np.float64]],
+             widen: float = 1.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        lo = np.empty(self._n)
+        hi = np.empty(self._n)
+        _joint_box(q, self._lower, self._upper, self._vbar, self._has_damper, self._dgain,
+                   self.options.joint_limit_margin, dt, lo, hi)
+        if prev is not None:
+            _acceleration_box(q, self._lower, self._upper, self._vbar, self._has_damper,
+                              self._dgain, self.options.joint_limit_margin, prev, self._acc,
+                              dt, widen, lo, hi)
+        return lo, hi
+
+    def _stopping_distance(self, q: NDArray[np.float64], prev: NDArray[np.float64],
+                           dt: float) -> float:
+        """How far (m) beyond the safety distance a pair can be and still need braking this
+        tick: ū (T̄/η + dt), with ū a bound on any robot point's speed and T̄ the time the
+        slowest joint needs to stop (see "Acceleration limits" in the module docstring)."""
+        vb = np.where(np.isfinite(self._vbar), self._vbar, np.inf)
+        w = np.minimum(np.abs(prev) + self._acc * dt, vb)  # |q̇| bound this tick
+        w = np.where(np.isfinite(w), w, 0.0)
+        lim = np.isfinite(self._acc)
+        t_stop = float(np.max(w[lim] / self._acc[lim])) if lim.any() else 0.0
+        _, rs, _, _ = self.checker.compiled(self._world)
+        k = self.robot.kin
+        fk_into(q, k.parent, k.jtype, k.origin, k.axis, k.qidx, k.scale, k.offset, self._T)
+        u = _speed_bound(self._T, rs.bound_center, rs.bound_radius, k.parent, k.jtype,
+                         k.axis, k.qidx, k.scale, w)
+        return float(u * (t_stop / self.options.braking_fraction + dt))
+
+    def _bound_name(self, i: int, v: float, lo: float, hi: float,
+                    prev: Optional[NDArray[np.float64]] = None, dt: float = 0.0) -> str:
         upper = abs(v - hi) <= abs(v - lo)
         bound = hi if upper else lo
+        if prev is not None and math.isfinite(self._acc[i]) and \
+                abs(bound - (prev[i] + (1.0 if upper else -1.0) * self._acc[i] * dt)) <= 1e-12:
+            return f"{self._names[i]}:acceleration"
         if abs(bound) == self._vbar[i]:
             return f"{self._names[i]}:velocity"
         return f"{self._names[i]}:{'upper' if upper else 'lower'}"
@@ -526,6 +678,7 @@ class _WitnessMemory:
 
 
 # ---------------------------------------------------------------------- compiled helpers
+_RELAX = (1.0, 2.0, 4.0, 8.0, 16.0, 0.0)  # acceleration limits x factor tried (0: none)
 _CMD_OK = 0  # the (box-clipped) command is the QP's solution: no solver call
 _NEED_QP = 1
 _NONFINITE = 2
@@ -553,12 +706,98 @@ def _joint_box(q, lower, upper, vbar, has_damper, dgain, margin, dt, lo, hi):  #
 
 
 @njit(cache=True, boundscheck=False)
+def _v_brake(g, a, dt):  # type: ignore[no-untyped-def]
+    """Largest speed v (m/s or rad/s) that, applied for this tick and then lowered by ``a dt``
+    every tick of ``dt`` s, covers at most ``g`` before stopping: D(v) ≤ g with
+    D(v) = dt Σ_j max(v − j a dt, 0) (piecewise linear, inverted exactly: with
+    x = g / (a dt²), k = ⌊(√(8x + 1) − 1) / 2⌋, v = (k / 2 + x / (k + 1)) a dt). Following it
+    never needs more than ``a dt`` per tick: D(v) = v dt + D(v − a dt). inf when ``a`` is."""
+    if not a < np.inf:
+        return np.inf
+    if not g > 0.0:
+        return 0.0
+    step = a * dt
+    x = g / (step * dt)
+    k = np.floor((np.sqrt(8.0 * x + 1.0) - 1.0) / 2.0)
+    while (k + 1.0) * (k + 2.0) / 2.0 <= x:  # rounding of the square root
+        k += 1.0
+    while k > 0.0 and k * (k + 1.0) / 2.0 > x:
+        k -= 1.0
+    return (0.5 * k + x / (k + 1.0)) * step
+
+
+@njit(cache=True, boundscheck=False)
+def _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, acc, dt,  # type: ignore[no-untyped-def]
+                      widen, lo, hi):
+    """The box (3) into ``lo``/``hi`` for the joints with an acceleration limit (the others
+    keep (2)): stop before each position limit at the acceleration limit; the limit damper
+    never asks to brake harder than that; change by at most ``widen acc dt`` from ``prev``.
+    Where that window misses the box, its nearest end point (the position limits win)."""
+    for i in range(q.shape[0]):
+        a = acc[i]
+        if not a < np.inf:
+            continue
+        sp = max(upper[i] - q[i], 0.0)
+        sm = max(q[i] - lower[i], 0.0)
+        h = min(vbar[i], sp / dt, _v_brake(sp, a, dt))
+        lw = max(-vbar[i], -sm / dt, -_v_brake(sm, a, dt))
+        if has_damper[i]:
+            if sp < margin:
+                h = min(h, max(dgain[i] * sp, prev[i] - a * dt))
+            if sm < margin:
+                lw = max(lw, min(-dgain[i] * sm, prev[i] + a * dt))
+        wl = prev[i] - widen * a * dt
+        wh = prev[i] + widen * a * dt
+        if wl > h:
+            lw = h
+        elif wh < lw:
+            h = lw
+        else:
+            lw = max(lw, wl)
+            h = min(h, wh)
+        lo[i] = lw
+        hi[i] = h
+
+
+@njit(cache=True, boundscheck=False)
+def _speed_bound(T, bcen, brad, parent, jtype, axis, qidx, scale, w):  # type: ignore[no-untyped-def]
+    """Bound (m/s) on the speed of any point of any robot link with geometry when every joint
+    i moves at most ``w[i]`` (rad/s, m/s): per link Σ_i w_i (‖∂c/∂q_i‖ + r [revolute]) for its
+    enclosing sphere (centre c, radius r); the largest over links."""
+    L = T.shape[0]
+    n = w.shape[0]
+    J3 = np.zeros((3, n))
+    c = np.empty(3)
+    best = 0.0
+    for lk in range(L):
+        if brad[lk] < 0.0:
+            continue
+        for a in range(3):
+            c[a] = (T[lk, a, 0] * bcen[lk, 0] + T[lk, a, 1] * bcen[lk, 1]
+                    + T[lk, a, 2] * bcen[lk, 2] + T[lk, a, 3])
+        J3[:, :] = 0.0
+        point_jacobian_into(T, lk, c, parent, jtype, axis, qidx, scale, 1.0, J3)
+        u = 0.0
+        for i in range(n):
+            u += w[i] * np.sqrt(J3[0, i] ** 2 + J3[1, i] ** 2 + J3[2, i] ** 2)
+        i = lk
+        while i > 0:
+            if jtype[i] == REVOLUTE:
+                u += w[qidx[i]] * abs(scale[i]) * brad[lk]
+            i = parent[i]
+        best = max(best, u)
+    return best
+
+
+@njit(cache=True, boundscheck=False)
 def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type: ignore[no-untyped-def]
-              has_damper, dgain, params, dt):
+              has_damper, dgain, params, dt, prev, acc, use_acc, widen):
     """Rows (1) and box (2) of the QP over the protected joints ``pidx`` (p,).
 
     Rows from ``exact`` on are remembered witnesses (:class:`_WitnessMemory`): they never
-    demand a separation (b ≤ 0), the pair's current row does that.
+    demand a separation (b ≤ 0), the pair's current row does that. With ``use_acc`` the box has
+    the acceleration terms (3) around ``prev`` (the per-tick window ``widen`` times wider) and
+    the rows the stopping-distance bound (4).
 
     Returns ``(status, A (m, p), blower (p + m,), bupper (p + m,), out (n,), sel (m,))``:
     ``sel`` are the clearance-table rows kept; ``out`` is the command clipped to the box, the
@@ -568,11 +807,14 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
     n = q.shape[0]
     p = pidx.shape[0]
     R = phi.shape[0]
-    di_s, ds_s, di_e, ds_e, gain, vrec, margin = (
-        params[0], params[1], params[2], params[3], params[4], params[5], params[6])
+    di_s, ds_s, di_e, ds_e, gain, vrec, margin, eta = (
+        params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7])
     lo = np.empty(n)
     hi = np.empty(n)
     _joint_box(q, lower, upper, vbar, has_damper, dgain, margin, dt, lo, hi)
+    if use_acc:
+        _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, acc, dt, widen,
+                          lo, hi)
     out = np.empty(n)
     for i in range(n):
         out[i] = min(max(cmd[i], lo[i]), hi[i])
@@ -585,9 +827,9 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
         else:
             di, ds = di_e, ds_e
         d = phi[r]
-        if not d < di:
-            if d != d:
-                return _NONFINITE, np.empty((0, p)), lo, hi, out, keep[:0]
+        if d != d:
+            return _NONFINITE, np.empty((0, p)), lo, hi, out, keep[:0]
+        if not d < di and not use_acc:
             continue
         if not d > -1e300:
             return _NONFINITE, np.empty((0, p)), lo, hi, out, keep[:0]
@@ -599,9 +841,39 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
             big = max(big, abs(v))
         if big <= _ZERO_ROW:
             continue  # the protected joints cannot change this distance
-        b = min(gain * (ds - d) / (di - ds), vrec)
-        if r >= exact:
-            b = min(b, 0.0)
+        if not use_acc:
+            b = min(gain * (ds - d) / (di - ds), vrec)
+            if r >= exact:
+                b = min(b, 0.0)
+        else:
+            # the pair's braking deceleration (4) and its largest approach speed this tick
+            ar = 0.0
+            reach = 0.0
+            sep = 0.0
+            for k in range(p):
+                aj = abs(jac[r, pidx[k]])
+                if aj > 0.0:
+                    ar += aj * acc[pidx[k]]
+                reach += aj * max(abs(lo[pidx[k]]), abs(hi[pidx[k]]))
+                sep += jac[r, pidx[k]] * prev[pidx[k]]
+            ar *= eta
+            g = d - ds
+            if g > 0.0:
+                # the damper, but never asking to brake harder than ar; the stopping distance
+                # is kept either way
+                allow = _v_brake(g, ar, dt)
+                if d < di:
+                    allow = min(allow, max(gain * g / (di - ds), -sep - ar * dt))
+                if not allow < reach:
+                    continue  # cannot bind this tick
+                b = -allow
+            else:
+                b = min(gain * (ds - d) / (di - ds), vrec)
+                if r >= exact:
+                    b = min(b, 0.0)
+                # no faster separation than reachable this tick, and never closer (if the pair
+                # is still approaching, the acceleration limits give way)
+                b = max(min(b, sep + ar * dt), 0.0)
         keep[m] = r
         bvals[m] = b
         m += 1
