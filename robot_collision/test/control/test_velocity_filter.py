@@ -173,6 +173,202 @@ def test_adversarial_panda_cage(panda: tuple[RobotModel, list[WorldObject], np.n
     assert not out["faults"], out["faults"]
 
 
+# ---------------------------------------------------------------------- resting on the boundary
+def _hold_against(robot: RobotModel, world: list[WorldObject], q0: np.ndarray,
+                  target: np.ndarray, filt: VelocityFilter, ticks: int = 1500,
+                  gain: float = 10.0) -> tuple[np.ndarray, int]:
+    """Joint P-control (``gain`` 1/s, clipped to the velocity limits) towards a ``target``
+    the filter cannot reach, at 500 Hz; every 10th tick checked by an independent exhaustive
+    evaluation. Returns the outputs (ticks, n) and the first tick a pair changed the command."""
+    judge = CollisionChecker(robot)
+    vmax = np.asarray(robot.velocity_limits)
+    o = filt.options
+    s0 = judge.check(q0, world, exhaustive=True).signed
+    m1 = len(judge.row_names)
+    ds = np.full(s0.shape, o.safety_distance_env)
+    ds[:, :m1] = o.safety_distance_self
+    floor = np.minimum(s0, ds) - TOL
+    q = q0.copy()
+    outs = np.empty((ticks, q.shape[0]))
+    contact = -1
+    for t in range(ticks):
+        res = filt.filter(q, np.clip(gain * (target - q), -vmax, vmax), DT)
+        assert res.ok, res.fault
+        if contact < 0 and any("=" in a for a in res.active_constraints):
+            contact = t
+        outs[t] = res.velocity
+        q = q + res.velocity * DT
+        if t % 10 == 9 or t == ticks - 1:
+            s = judge.check(q, world, exhaustive=True).signed
+            assert np.all(s >= floor), (t, float((s - floor).min()))
+    assert contact >= 0, "the target was reachable: no pair ever constrained the command"
+    return outs, contact
+
+
+def _assert_settles(outs: np.ndarray, contact: int) -> None:
+    """At rest against the boundary the output settles: once the speed fell below 0.01 rad/s
+    it is at most 1e-3 rad/s within 0.5 s (250 ticks) and no joint alternates in sign."""
+    speed = np.linalg.norm(outs, axis=1)
+    slow = np.flatnonzero(speed[contact:] < 0.01)
+    assert slow.shape[0], f"never came to rest: speed {speed[-3:]} rad/s, outputs\n{outs[-4:]}"
+    rest = contact + int(slow[0])
+    assert rest + 250 < outs.shape[0], "came to rest too late to judge"
+    assert speed[rest + 250:].max() <= 1e-3, speed[rest + 250:].max()
+    after = np.where(np.abs(outs[rest:]) > 1e-6, np.sign(outs[rest:]), 0.0)
+    flips = after[1:] * after[:-1] < 0
+    alternating = flips[1:] & flips[:-1]
+    assert not alternating.any(), np.argwhere(alternating)[:5]
+
+
+def test_rest_against_wall_without_chatter(arm: RobotModel, arm_world: list[WorldObject]) -> None:
+    """The tool is driven into the wall (unreachable target): its two fingers are equally
+    close to the wall, so the closest witness switches between them; the output must settle
+    instead of flipping sign every tick (it was ±0.1 rad/s on joints 1, 3, 5, 7 forever, and
+    the tool settled 2.4 mm inside the safety distance)."""
+    q0 = np.array([0.0, 0.1, 0.0, 0.2, 0.0, 0.1, 0.0])
+    target = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 0.5, 0.0])
+    filt = VelocityFilter(CollisionChecker(arm), world=arm_world)
+    outs, contact = _hold_against(arm, arm_world, q0, target, filt)
+    _assert_settles(outs, contact)
+
+
+def test_rest_against_cage_without_chatter(
+        panda: tuple[RobotModel, list[WorldObject], np.ndarray]) -> None:
+    """The Panda's link6 spheres pressed against the cage's side (the output alternated with
+    ±0.02-0.15 rad/s on six joints)."""
+    robot, world, q0 = panda
+    target = np.array([0.035, 0.566, -1.068, -1.01, -0.565, 1.341, 1.768])
+    filt = VelocityFilter(CollisionChecker(robot), world=world)
+    outs, contact = _hold_against(robot, world, q0, target, filt)
+    _assert_settles(outs, contact)
+
+
+# ---------------------------------------------------------------------- acceleration limits
+ACC = 10.0  # rad/s², every joint
+
+
+def _accel_checked(filt: VelocityFilter, stats: dict[str, Any]) -> VelocityFilter:
+    """``filt`` whose filter() also checks that every output not reported as relaxed changes
+    by at most ACC dt per joint from the previous one (counting the relaxed ones)."""
+    inner = filt.filter
+    prev = np.zeros(filt.robot.num_joints)
+    stats.update(ticks=0, relaxed=0, worst=0.0)
+
+    def checked(q: Any, cmd: Any, dt: float, **kw: Any) -> FilterResult:
+        nonlocal prev
+        res = inner(q, cmd, dt, **kw)
+        stats["ticks"] += 1
+        if not res.ok:
+            prev = np.zeros_like(prev)
+            return res
+        step = float(np.abs(res.velocity - prev).max()) / (ACC * dt)
+        if "acceleration:relaxed" in res.active_constraints:
+            stats["relaxed"] += 1
+        else:
+            stats["worst"] = max(stats["worst"], step)
+            assert step <= 1.0 + 1e-9, (stats["ticks"], step, res.active_constraints)
+        prev = res.velocity.copy()
+        return res
+
+    filt.filter = checked  # type: ignore[method-assign]
+    return filt
+
+
+def test_adversarial_with_acceleration_limits(arm: RobotModel,
+                                              arm_world: list[WorldObject]) -> None:
+    """The adversary of the loops above against a filter with acceleration limits: still 0
+    margin violations, and the output changes by at most a dt per tick except on the few
+    ticks where braking and clearance could not both hold (reported, the clearance wins)."""
+    stats: dict[str, Any] = {}
+    filt = _accel_checked(VelocityFilter(CollisionChecker(arm), FilterOptions(
+        acceleration_limits=(ACC,)), world=arm_world), stats)
+    q0 = np.array([0.0, 0.1, 0.0, 0.2, 0.0, 0.1, 0.0])
+    out = _adversarial(arm, arm_world, q0, 10_000, seed=1, filt=filt)
+    assert not out["faults"], out["faults"]
+    assert out["low_env"] < OPTS.safety_distance_env + 0.005, out
+    assert stats["worst"] > 0.999  # the limit was reached, so it was exercised
+    assert stats["relaxed"] <= 0.01 * stats["ticks"], stats
+
+
+def test_adversarial_with_acceleration_limits_panda(
+        panda: tuple[RobotModel, list[WorldObject], np.ndarray]) -> None:
+    robot, world, q0 = panda
+    stats: dict[str, Any] = {}
+    filt = _accel_checked(VelocityFilter(CollisionChecker(robot), FilterOptions(
+        acceleration_limits=(ACC,)), world=world), stats)
+    out = _adversarial(robot, world, q0, 10_000, seed=4, filt=filt)
+    assert not out["faults"], out["faults"]
+    assert out["low_env"] < OPTS.safety_distance_env + 0.005, out
+    assert stats["relaxed"] <= 0.01 * stats["ticks"], stats
+
+
+def test_joint_braked_at_acceleration_limit(arm: RobotModel) -> None:
+    """A joint running at its velocity limit towards its position limit brakes at exactly the
+    acceleration limit and stops at the limit: it starts braking when the room left is the
+    closed-form braking distance v²/(2a) (to a tick's travel), not earlier, and never passes
+    it."""
+    filt = VelocityFilter(CollisionChecker(arm), FilterOptions(
+        acceleration_limits=(ACC,), joint_limit_margin=0.0), world=[])
+    v = float(arm.velocity_limits[3])
+    q = np.zeros(7)
+    q[3] = arm.upper[3] - 1.0
+    cmd = np.zeros(7)
+    cmd[3] = v
+    prev = cmd.copy()
+    speeds = []
+    rooms = []
+    for _ in range(2000):
+        res = filt.filter(q, cmd, DT, previous=prev)
+        assert res.ok, res.fault
+        assert abs(res.velocity[3] - prev[3]) <= ACC * DT + 1e-12
+        prev = res.velocity
+        rooms.append(arm.upper[3] - q[3])
+        speeds.append(res.velocity[3])
+        q = q + res.velocity * DT
+        assert q[3] <= arm.upper[3] + 1e-12
+    speeds_a = np.array(speeds)
+    braking = int(np.flatnonzero(speeds_a < v)[0])
+    closed_form = v * v / (2 * ACC)
+    # (the discrete braking distance is v²/(2a) + v dt/2; braking shows one tick later)
+    assert abs(rooms[braking] - closed_form) <= v * DT, (rooms[braking], closed_form)
+    assert arm.upper[3] - q[3] < 1e-3 and abs(speeds_a[-1]) < 1e-9  # stopped at the limit
+    assert np.all(np.diff(speeds_a[braking:]) >= -ACC * DT - 1e-12)
+
+
+def test_huge_acceleration_limits_change_nothing(arm: RobotModel,
+                                                 arm_world: list[WorldObject]) -> None:
+    """With acceleration limits far above anything reachable in a tick the output equals the
+    filter without them (the formulation reduces to (1)-(2))."""
+    plain = VelocityFilter(CollisionChecker(arm), world=arm_world)
+    fast = VelocityFilter(CollisionChecker(arm), FilterOptions(acceleration_limits=(1e9,)),
+                          world=arm_world)
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        q = np.clip(NEAR_WALL + rng.normal(0, 0.25, 7), arm.lower, arm.upper)
+        cmd = rng.uniform(-1.0, 1.0, 7) * arm.velocity_limits
+        a = plain.filter(q, cmd, DT)
+        b = fast.filter(q, cmd, DT, previous=a.velocity)  # the same velocity as before
+        plain.reset()
+        fast.reset()
+        assert a.ok == b.ok and np.allclose(a.velocity, b.velocity, atol=1e-7), (a, b)
+
+
+def test_state_far_outside_limits_is_a_fault(arm: RobotModel) -> None:
+    filt = VelocityFilter(CollisionChecker(arm), world=[])
+    q = np.zeros(7)
+    q[2] = arm.upper[2] + OPTS.state_limit_tolerance * 0.5  # a little outside: back in only
+    res = filt.filter(q, np.full(7, 0.1), DT)
+    assert res.ok and res.velocity[2] == 0.0
+    q[2] = arm.upper[2] + OPTS.state_limit_tolerance * 1.5
+    res = filt.filter(q, np.full(7, 0.1), DT)
+    assert not res.ok and res.fault.startswith("state out of limits") and "joint3" in res.fault
+    assert not res.velocity.any()
+    bad_prev: list[Any] = [np.zeros(6), np.r_[np.zeros(6), np.nan], "x"]
+    for prev in bad_prev:
+        res = filt.filter(np.zeros(7), np.full(7, 0.1), DT, previous=prev)
+        assert not res.ok and not res.velocity.any(), prev
+
+
 # ---------------------------------------------------------------------- exactness
 NEAR_WALL = np.array([0.0, 0.2, 0.0, 0.4, 0.0, 0.3, 0.0])  # tool 11 mm from the wall (< d_s)
 APPROACH = np.array([0.0, 0.15, 0.0, 0.35, 0.0, 0.3, 0.0])  # tool between d_s and d_i of the wall
@@ -429,11 +625,21 @@ def test_options_are_validated(arm: RobotModel) -> None:
         {"max_dt": -1.0},
         {"joint_limit_margin": -0.1},
         {"weights": (1.0, -1.0)},
+        {"acceleration_limits": (1.0, -1.0)},
+        {"acceleration_limits": (float("nan"),)},
+        {"acceleration_limits": ()},
+        {"braking_fraction": 0.0},
+        {"state_limit_tolerance": 0.0},
     ):
         with pytest.raises(ConfigurationError):
             FilterOptions(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         VelocityFilter(CollisionChecker(arm), FilterOptions(weights=(1.0, 2.0)))
+    with pytest.raises(ConfigurationError):
+        VelocityFilter(CollisionChecker(arm), FilterOptions(acceleration_limits=(1.0, 2.0)))
+    per_joint = VelocityFilter(CollisionChecker(arm), FilterOptions(
+        acceleration_limits=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf"))))
+    assert per_joint.acceleration_limits.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, np.inf]
     filt = VelocityFilter(CollisionChecker(arm), FilterOptions(weights=(1.0,) * 6 + (100.0,)))
     res = filt.filter(np.zeros(7), np.full(7, 0.1), DT)
     assert res.ok and np.array_equal(res.velocity, np.full(7, 0.1))
