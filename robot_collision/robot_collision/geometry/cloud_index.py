@@ -5,21 +5,25 @@ kernel (validity, distances, clearance, self-filtering) reads the same index. Ev
 in two flat buffers, ``F`` (float64) and ``I`` (int64), so that a scene can carry any number of
 clouds next to its other arrays (offsets ``fo`` / ``io`` locate one cloud in them).
 
-The index (measured against a uniform grid with per-cell point lists and a CAPT-style
-affordance grid, see ``benchmarks/bench_cloud_query.py``):
+The index (written here: no maintained library offers compiled queries of every shape kind
+against a point set that numba kernels can call; scipy's cKDTree answers ~1 us per query from
+Python):
 
-- Points sorted along a Morton (Z-order) curve of a global lattice of ``quantum`` m.
+- Points sorted along a Morton (Z-order) curve of a global lattice of ``quantum`` m (radix
+  sort; clouds thinned by :func:`voxel_downsample` at that step come sorted).
 - A bounding-volume hierarchy over that order: leaves of ``LEAF`` consecutive points, each
   with the tight axis-aligned box of its points; an implicit complete binary tree above them
   (node ``i`` has children ``2i+1``, ``2i+2``; missing leaves hold an empty box), so that it is
-  walked without a stack and built in O(N) once the points are sorted.
-- A dense grid of cells of size ``h`` (a power of two times ``quantum``, so each cell is one
-  run of the sorted points) over the points' box plus a margin, holding for every cell
-  ``e2``, the squared distance in cells from the cell to the nearest occupied cell dilated by one
-  cell (an exact Euclidean distance transform), and the first point of the cell if occupied.
-  ``h * sqrt(e2)`` is a lower bound of the distance from any position in the cell to any
-  point: a query sphere smaller than it is free after one memory read (most queries); a sphere
-  that contains the cell's first point collides. Only the rest walk the hierarchy.
+  walked without a stack and built in O(N) once the points are sorted. Exact queries and
+  nearest-point searches (branch and bound) walk it.
+- A dense grid of cells of size ``h`` over the points' box plus a margin, holding per cell a
+  lower bound ``h * sqrt(e2)`` of the distance from any position in the cell to any point
+  (box-to-box distance to the nearest occupied cell, exact up to ``_WINDOW`` cells, see
+  :func:`_grid_words`) and a hint, a point of the cell or of a neighbour. A query sphere
+  smaller than the bound is free after one memory read (most queries, CAPT-style constant
+  time); one that contains the hint collides; only the rest walk the hierarchy. (CAPT itself
+  stores per cell every point a sphere of the largest radius could reach: exact in one scan
+  but tens of points a cell and a radius range fixed at build time; here any radius works.)
 
 Queries take positions in the cloud's frame. A "distance" to a cloud is the distance to the
 nearest point minus ``radius`` (the union of balls), with that point as witness.
@@ -67,8 +71,7 @@ I_NY = 4
 I_NZ = 5
 I_PTS = 6  # float offset (from fo) of the (N, 3) sorted points
 I_NODES = 7  # float offset of the (2P - 1, 6) node boxes [lo xyz, hi xyz]
-I_CELLS = 8  # int offset (from io) of the (G,) cell words: e2 << 32 | (first point + 1)
-I_ORDER = 9  # int offset of the (N,) original index of each sorted point
+I_CELLS = 8  # int offset (from io) of the (G,) cell words: e2 << 32 | (hint + 1)
 I_HEADER = 16
 
 _EMPTY = 1e150  # empty boxes: lo = +_EMPTY, hi = -_EMPTY (finite: squares stay finite)
@@ -76,6 +79,9 @@ _LATTICE_OFFSET = 1 << 20  # lattice indices are shifted by this to stay non-neg
 _LATTICE_MAX = (1 << 21) - 1
 _MARGIN_CELLS = 2  # grid cells beyond the points' box on every side
 _LB_SLACK = 1e-9  # m; grid bounds are tightened by this against rounding of cell indices
+_WINDOW = 8  # cells up to which the grid's lower bound is exact (capped beyond)
+_HINT_RING = 1  # cells around an occupied cell that get its point as hint
+_NO_KEY = np.int64(0x7FFFFFFFFFFFFFFF)  # empty cell while the grid is built
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,179 +224,110 @@ def voxel_downsample(points: NDArray[np.float64], resolution: float) -> NDArray[
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def _edt_line(f, g, n, d, e, v, z):  # type: ignore[no-untyped-def]
-    """1-D squared Euclidean distance transform (Felzenszwalb & Huttenlocher) of ``f[:n]``
-    (values < 0 = no site) into ``d[:n]`` (-1 where there is no site at all), carrying the
-    payload ``g`` of the nearest site into ``e``."""
-    k = -1
-    for q in range(n):
-        if f[q] < 0:
-            continue
-        fq = f[q] + q * q
-        while k >= 0:
-            p = v[k]
-            s = (fq - (f[p] + p * p)) / (2.0 * (q - p))
-            if s <= z[k]:
-                k -= 1
-            else:
-                break
-        if k < 0:
-            k = 0
-            v[0] = q
-            z[0] = -1e300
-        else:
-            p = v[k]
-            s = (fq - (f[p] + p * p)) / (2.0 * (q - p))
-            k += 1
-            v[k] = q
-            z[k] = s
-        z[k + 1] = 1e300
-    if k < 0:
-        for q in range(n):
-            d[q] = -1.0
-            e[q] = -1
-        return
-    j = 0
-    for q in range(n):
-        while z[j + 1] < q:
-            j += 1
-        p = v[j]
-        d[q] = (q - p) * (q - p) + f[p]
-        e[q] = g[p]
+@njit(cache=True, boundscheck=False, fastmath=True, inline="always")
+def _relax(dst, src, c):  # type: ignore[no-untyped-def]
+    """``dst = min(dst, src + c)`` element-wise (vectorised; no argmin, which would not be)."""
+    for x in range(dst.shape[0]):
+        dst[x] = min(dst[x], src[x] + c)
 
 
-@njit(cache=True)
-def _dilate_line(a, sa, b, sb, start, stride, n):  # type: ignore[no-untyped-def]
-    """One-cell dilation of the flags ``a`` along a line (``n`` cells from ``start`` every
-    ``stride``) into ``b``, carrying a source cell (``sa`` -> ``sb``)."""
-    for t in range(n):
-        i = start + t * stride
-        if a[i]:
-            b[i] = True
-            sb[i] = sa[i]
-        elif t > 0 and a[i - stride]:
-            b[i] = True
-            sb[i] = sa[i - stride]
-        elif t + 1 < n and a[i + stride]:
-            b[i] = True
-            sb[i] = sa[i + stride]
-        else:
-            b[i] = False
-            sb[i] = -1
+@njit(cache=True, boundscheck=False)
+def _grid_words(key, nx, ny, nz, W):  # type: ignore[no-untyped-def]
+    """Cell words ``e2 << 32 | (hint + 1)`` into ``W`` (G,).
 
+    ``e2`` = min over occupied cells of ``sum_axes max(|offset| - 1, 0)^2`` (offsets in cells),
+    so that ``h * sqrt(e2)`` is the distance between the cell's box and the nearest occupied
+    cell's box: a lower bound of the distance from any position in the cell to any point. It is
+    computed exactly up to ``_WINDOW`` cells by three separable min-plus passes over windows of
+    +-``_WINDOW`` cells and capped at ``_WINDOW^2`` beyond (still a lower bound: an occupied
+    cell farther along an axis costs at least that much). A full distance transform carrying
+    the nearest site was measured 10x slower here: the argmin does not vectorise.
 
-@njit(cache=True)
-def _grid_words(occ, nx, ny, nz, rep):  # type: ignore[no-untyped-def]
-    """Cell words ``e2 << 32 | (hint + 1)``: ``e2`` the squared distance in cells to the nearest
-    cell of ``occ`` dilated by one cell (so that ``h * sqrt(e2)`` is the distance between the
-    cell's box and the nearest occupied cell's box) and ``hint`` the point ``rep`` of the
-    occupied cell behind that nearest dilated cell (a nearby point; -1 if none)."""
+    ``key`` (G,) is ``_NO_KEY`` for empty cells, else holds in its low 32 bits the point of the
+    cell nearest its centre; ``hint`` = that point, else the point of an occupied cell among
+    the 26 neighbours (a nearby point for constant-time hits), else -1.
+    """
     G = nx * ny * nz
     s = nx * ny
-    # dilation by one cell along x, then y, then z (separable 3x3x3 max filter), each dilated
-    # cell remembering an occupied cell it came from
-    a = occ.copy()
-    sa = np.arange(G)
-    b = np.zeros(G, np.bool_)
-    sb = np.empty(G, np.int64)
-    for z in range(nz):
-        for y in range(ny):
-            _dilate_line(a, sa, b, sb, (z * ny + y) * nx, 1, nx)
-    for z in range(nz):
-        for x in range(nx):
-            _dilate_line(b, sb, a, sa, z * s + x, nx, ny)
-    for y in range(ny):
-        for x in range(nx):
-            _dilate_line(a, sa, b, sb, y * nx + x, s, nz)
-    # exact squared EDT of the dilated cells, separable, carrying the source occupied cell
-    D = np.empty(G)
-    m = max(nx, max(ny, nz))
-    f = np.empty(m)
-    g = np.empty(m, np.int64)
-    d = np.empty(m)
-    e = np.empty(m, np.int64)
-    v = np.empty(m, np.int64)
-    zz = np.empty(m + 1)
-    for z in range(nz):
-        for y in range(ny):
-            base = (z * ny + y) * nx
-            for x in range(nx):
-                f[x] = 0.0 if b[base + x] else -1.0
-                g[x] = sb[base + x]
-            _edt_line(f, g, nx, d, e, v, zz)
-            for x in range(nx):
-                D[base + x] = d[x]
-                sa[base + x] = e[x]
-    for z in range(nz):
-        for x in range(nx):
-            base = z * s + x
-            for y in range(ny):
-                f[y] = D[base + y * nx]
-                g[y] = sa[base + y * nx]
-            _edt_line(f, g, ny, d, e, v, zz)
-            for y in range(ny):
-                D[base + y * nx] = d[y]
-                sa[base + y * nx] = e[y]
-    for y in range(ny):
-        for x in range(nx):
-            base = y * nx + x
-            for z in range(nz):
-                f[z] = D[base + z * s]
-                g[z] = sa[base + z * s]
-            _edt_line(f, g, nz, d, e, v, zz)
-            for z in range(nz):
-                D[base + z * s] = d[z]
-                sa[base + z * s] = e[z]
-    W = np.empty(G, np.int64)
-    cap = (1 << 31) - 1
+    K = _WINDOW
+    cap = np.float32(K * K)
+    cost = np.empty(2 * K + 1, np.float32)
+    for t in range(-K, K + 1):
+        c = max(abs(t) - 1, 0)
+        cost[t + K] = c * c
+    A = np.empty(G, np.float32)
+    B = np.empty(G, np.float32)
     for i in range(G):
-        ex = D[i]
-        e2 = cap if ex < 0.0 or ex > cap else int(ex)
-        hint = rep[sa[i]] if sa[i] >= 0 else -1
-        W[i] = (e2 << 32) | (hint + 1)
-    return W
+        A[i] = 0.0 if key[i] != _NO_KEY else cap
+        B[i] = cap
+    for r in range(ny * nz):  # along x
+        o = r * nx
+        for t in range(-K, K + 1):
+            lo = max(0, -t)
+            hi = min(nx, nx - t)
+            if lo < hi:
+                _relax(B[o + lo : o + hi], A[o + lo + t : o + hi + t], cost[t + K])
+    A[:] = cap
+    for z in range(nz):  # along y
+        for y in range(ny):
+            o = z * s + y * nx
+            for t in range(max(-K, -y), min(K, ny - 1 - y) + 1):
+                i = o + t * nx
+                _relax(A[o : o + nx], B[i : i + nx], cost[t + K])
+    B[:] = cap
+    for z in range(nz):  # along z
+        for t in range(max(-K, -z), min(K, nz - 1 - z) + 1):
+            o = z * s
+            i = o + t * s
+            _relax(B[o : o + s], A[i : i + s], cost[t + K])
+    # hints (low word: point + 1, 0 = none): the cell's own point, else a neighbour's
+    for i in range(G):
+        W[i] = (key[i] & 0xFFFFFFFF) + 1 if key[i] != _NO_KEY else 0
+    for z in range(nz):
+        for y in range(ny):
+            for x in range(nx):
+                i = (z * ny + y) * nx + x
+                if key[i] == _NO_KEY:
+                    continue
+                hint = (key[i] & 0xFFFFFFFF) + 1
+                for dz in range(max(z - _HINT_RING, 0), min(z + _HINT_RING + 1, nz)):
+                    for dy in range(max(y - _HINT_RING, 0), min(y + _HINT_RING + 1, ny)):
+                        o = (dz * ny + dy) * nx
+                        for dx in range(max(x - _HINT_RING, 0), min(x + _HINT_RING + 1, nx)):
+                            if W[o + dx] == 0:
+                                W[o + dx] = hint
+    for i in range(G):
+        W[i] |= np.int64(B[i]) << 32
+    return True
 
 
-@njit(cache=True)
+@njit(cache=True, boundscheck=False)
 def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def]
+    """``(F, I, order)`` of the index of ``P`` (see the module docstring and the header
+    constants); ``order[j]`` is the input index of sorted point ``j``."""
     N = P.shape[0]
     if N == 0:
-        return _empty_index(radius, quantum)
-    L, codes = _lattice(P, quantum)
+        F, I = _empty_index(radius, quantum)
+        return F, I, np.zeros(0, np.int64)
+    _, codes = _lattice(P, quantum)
     order = _radix_argsort(codes)
-    # grid level k: cells of h = quantum * 2^k, at least h_min, at most max_cells cells
-    lo_l = np.empty(3, np.int64)
-    hi_l = np.empty(3, np.int64)
-    lo = np.empty(3)
-    hi = np.empty(3)
-    for a in range(3):
-        lo_l[a] = L[0, a]
-        hi_l[a] = L[0, a]
-        lo[a] = P[0, a]
-        hi[a] = P[0, a]
+    lo = P[0].copy()
+    hi = P[0].copy()
     for i in range(N):
         for a in range(3):
-            lo_l[a] = min(lo_l[a], L[i, a])
-            hi_l[a] = max(hi_l[a], L[i, a])
             lo[a] = min(lo[a], P[i, a])
             hi[a] = max(hi[a], P[i, a])
-    k = 0
-    while quantum * (1 << k) < h_min * (1.0 - 1e-12) and k < 20:
-        k += 1
-    while k < 20:
-        cells = 1
+    # grid: cells of h >= h_min, enlarged until the grid (with margins) has <= max_cells cells
+    h = h_min
+    dims = np.empty(3, np.int64)
+    for _ in range(64):
+        cells = 1.0
         for a in range(3):
-            cells *= (hi_l[a] >> k) - (lo_l[a] >> k) + 1 + 2 * _MARGIN_CELLS
+            dims[a] = int((hi[a] - lo[a]) / h) + 1 + 2 * _MARGIN_CELLS
+            cells *= dims[a]
         if cells <= max_cells:
             break
-        k += 1
-    h = quantum * (1 << k)
-    g0 = np.empty(3, np.int64)
-    dims = np.empty(3, np.int64)
-    for a in range(3):
-        g0[a] = (lo_l[a] >> k) - _MARGIN_CELLS
-        dims[a] = (hi_l[a] >> k) + _MARGIN_CELLS + 1 - g0[a]
+        h *= max(1.01, (cells / max_cells) ** (1.0 / 3.0))
     nx, ny, nz = dims[0], dims[1], dims[2]
     G = nx * ny * nz
     nleaf = (N + LEAF - 1) // LEAF
@@ -402,10 +339,10 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
     fnodes = fpts + 3 * N
     F = np.empty(fnodes + 6 * M)
     icells = I_HEADER
-    iorder = icells + G
-    I = np.zeros(iorder + N, np.int64)
+    I = np.empty(icells + G, np.int64)
+    I[:icells] = 0
     for a in range(3):
-        F[F_ORIGIN + a] = ((g0[a] << k) - _LATTICE_OFFSET) * quantum
+        F[F_ORIGIN + a] = lo[a] - _MARGIN_CELLS * h
         F[F_LO + a] = lo[a]
         F[F_HI + a] = hi[a]
     F[F_H] = h
@@ -423,28 +360,31 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
     I[I_PTS] = fpts
     I[I_NODES] = fnodes
     I[I_CELLS] = icells
-    I[I_ORDER] = iorder
-    # sorted points, cell occupancy and per occupied cell the point nearest its centre
-    occ = np.zeros(G, np.bool_)
-    rep = np.full(G, -1, np.int64)
-    rep_d = np.empty(G)
+    # sorted points; cell occupancy and, per occupied cell, the point nearest its centre. Cells
+    # are computed exactly as the queries compute them (same origin, same 1 / h).
+    ox, oy, oz, invh = F[F_ORIGIN], F[F_ORIGIN + 1], F[F_ORIGIN + 2], F[F_INVH]
+    # one word a cell (one cache miss a point): squared distance to the cell centre (cells^2,
+    # 20 bits) above the point index, so that the minimum is the point nearest the centre
+    key = np.full(G, _NO_KEY, np.int64)
     for j in range(N):
         i = order[j]
-        I[iorder + j] = i
-        for a in range(3):
-            F[fpts + 3 * j + a] = P[i, a]
-        cx = (L[i, 0] >> k) - g0[0]
-        cy = (L[i, 1] >> k) - g0[1]
-        cz = (L[i, 2] >> k) - g0[2]
+        x, y, z = P[i, 0], P[i, 1], P[i, 2]
+        F[fpts + 3 * j] = x
+        F[fpts + 3 * j + 1] = y
+        F[fpts + 3 * j + 2] = z
+        fx = (x - ox) * invh
+        fy = (y - oy) * invh
+        fz = (z - oz) * invh
+        cx = min(int(fx), nx - 1)
+        cy = min(int(fy), ny - 1)
+        cz = min(int(fz), nz - 1)
         c = (cz * ny + cy) * nx + cx
-        dx = P[i, 0] - F[F_ORIGIN] - (cx + 0.5) * h
-        dy = P[i, 1] - F[F_ORIGIN + 1] - (cy + 0.5) * h
-        dz = P[i, 2] - F[F_ORIGIN + 2] - (cz + 0.5) * h
-        d2 = dx * dx + dy * dy + dz * dz
-        if not occ[c] or d2 < rep_d[c]:
-            occ[c] = True
-            rep[c] = j
-            rep_d[c] = d2
+        dx = fx - cx - 0.5
+        dy = fy - cy - 0.5
+        dz = fz - cz - 0.5
+        kk = (np.int64((dx * dx + dy * dy + dz * dz) * (1 << 20)) << 32) | j
+        if kk < key[c]:
+            key[c] = kk
     # leaves, then internal nodes bottom-up
     for leaf in range(Pn):
         nd = fnodes + 6 * (Pn - 1 + leaf)
@@ -463,9 +403,8 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
         for a in range(3):
             F[nd + a] = min(F[l + a], F[r + a])
             F[nd + 3 + a] = max(F[l + 3 + a], F[r + 3 + a])
-    W = _grid_words(occ, nx, ny, nz, rep)
-    I[icells : icells + G] = W
-    return F, I
+    _grid_words(key, nx, ny, nz, I[icells : icells + G])
+    return F, I, order
 
 
 @njit(cache=True)
@@ -490,8 +429,7 @@ def _empty_index(radius, quantum):  # type: ignore[no-untyped-def]
     I[I_PTS] = F_HEADER
     I[I_NODES] = F_HEADER
     I[I_CELLS] = I_HEADER
-    I[I_ORDER] = I_HEADER + 1
-    I[I_HEADER] = (np.int64((1 << 31) - 1) << 32)
+    I[I_HEADER] = np.int64((1 << 31) - 1) << 32
     return F, I
 
 
@@ -527,7 +465,8 @@ class CloudIndex:
     ``points`` (N, 3) in the cloud's frame (m), ``radius`` (m) of the ball around each point.
     ``quantum`` (m) is the lattice of the Morton order (points thinned by
     :func:`voxel_downsample` at the same step are already in order); ``cell`` (m) the smallest
-    grid cell, enlarged by powers of two until the grid has at most ``max_cells`` cells.
+    grid cell, enlarged until the grid has at most ``max_cells`` cells (the grid's build time
+    and memory, 8 bytes a cell, grow with it; its lower bound tightens as cells shrink).
     """
 
     def __init__(
@@ -535,14 +474,16 @@ class CloudIndex:
         points: NDArray[np.float64],
         radius: float = 0.0,
         quantum: float = 0.001,
-        cell: float = 0.02,
-        max_cells: int = 1 << 20,
+        cell: float = 0.015,
+        max_cells: int = 1 << 19,
     ) -> None:
         P = _checked_points(points)
         if not (np.isfinite(radius) and radius >= 0):
             raise ShapeError(f"point radius must be a finite non-negative number, got {radius!r}")
         _check_extent(P, quantum)
-        self.F, self.I = _build(P, float(radius), float(quantum), float(cell), int(max_cells))
+        self.F, self.I, self._order = _build(
+            P, float(radius), float(quantum), float(cell), int(max_cells)
+        )
 
     @property
     def num_points(self) -> int:
@@ -557,8 +498,7 @@ class CloudIndex:
     @property
     def order(self) -> NDArray[np.int64]:
         """(N,) index of each point of :attr:`points` in the array given to the constructor."""
-        o = int(self.I[I_ORDER])
-        return self.I[o : o + self.num_points]
+        return self._order
 
     @property
     def cell_size(self) -> float:

@@ -139,7 +139,7 @@ class PointCloud(Shape):
                     quantum = self.resolution or _DEFAULT_QUANTUM
                     self._index.append(
                         CloudIndex(self.points, self.radius, quantum=quantum,
-                                   cell=max(_DEFAULT_CELL, quantum))
+                                   cell=_DEFAULT_CELL)
                     )
         return self._index[0]
 
