@@ -41,6 +41,7 @@ __all__ = [
     "check_mesh_file_size",
     "mesh_scale",
     "clear_mesh_cache",
+    "merge_duplicate_vertices",
 ]
 
 MESH_SUFFIXES = (".stl", ".obj", ".ply", ".dae")
@@ -178,6 +179,47 @@ def _parse(data: bytes, suffix: str, label: str) -> tuple[NDArray[np.float64], N
     return np.concatenate(verts), np.concatenate(faces)
 
 
+def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """A 64-bit avalanche mix (splitmix-style) of each element."""
+    x = x ^ (x >> np.uint64(31))
+    x = x * np.uint64(0x7FB5D329728EA185)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x81DADEF4BC2DD44D)
+    return x ^ (x >> np.uint64(33))
+
+
+def merge_duplicate_vertices(
+    V: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """``(unique (U, 3), inverse (N,))`` with ``unique[inverse] == V``: exact duplicates (same
+    coordinates; 0.0 and -0.0 alike) merged. ``V`` must be finite.
+
+    Sorts one 64-bit hash of each row's bits instead of the rows themselves, then confirms
+    equal hashes by comparing coordinates (a hash collision between different rows falls back
+    to sorting the rows): 1.1-2.4 s instead of 10.6 s for ``np.unique(V, axis=0)`` on the
+    3 M vertices of a 48 MiB binary STL (busy 2-core machine, same sitting)."""
+    n = len(V)
+    V = np.ascontiguousarray(V, dtype=np.float64) + 0.0  # -0.0 -> 0.0
+    if n < 2:
+        return V, np.zeros(n, dtype=np.int64)
+    bits = V.view(np.uint64).reshape(n, 3)
+    key = _mix(_mix(_mix(bits[:, 0]) ^ bits[:, 1]) ^ bits[:, 2])
+    order = np.argsort(key)
+    sorted_bits = bits[order]
+    same_key = key[order][1:] == key[order][:-1]
+    same_row = same_key & (sorted_bits[1:] == sorted_bits[:-1]).all(axis=1)
+    if np.any(same_key != same_row):  # different rows with one hash: sort the rows themselves
+        order = np.lexsort((V[:, 2], V[:, 1], V[:, 0]))
+        sorted_bits = bits[order]
+        same_row = (sorted_bits[1:] == sorted_bits[:-1]).all(axis=1)
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    first[1:] = ~same_row
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return np.ascontiguousarray(V[order[first]]), inverse
+
+
 def load_mesh(
     path: Union[str, os.PathLike[str]],
     scale: Union[float, ArrayLike] = 1.0,
@@ -277,10 +319,8 @@ def _read(p: Path, size: int, suffix: str, label: str, lim: LoadLimits) -> _Cach
     _check_counts(lim, label, n_raw, f_raw, "parsed")
     if not np.all(np.isfinite(V)):
         raise MeshError(f"{label} has non-finite vertex coordinates")
-    # merge exact duplicates (an STL stores every vertex once per triangle)
-    V, inverse = np.unique(V, axis=0, return_inverse=True)
-    F = np.ascontiguousarray(inverse.reshape(-1)[F] if len(F) else F, dtype=np.int64)
-    V = np.ascontiguousarray(V)
+    V, inverse = merge_duplicate_vertices(V)  # an STL stores every vertex once per triangle
+    F = np.ascontiguousarray(inverse[F] if len(F) else F, dtype=np.int64)
     V.flags.writeable = False
     F.flags.writeable = False
     return V, F, unit, n_raw, f_raw

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from robot_corpus import collision_mesh_files
 
 from robot_collision import Mesh, MeshError, ShapeError
@@ -243,3 +245,31 @@ def test_collada_meshes_of_the_corpus_match_pinocchios_loader() -> None:
         d_ref, _ = cKDTree(ours).query(ref)
         scale = max(1.0, float(np.abs(ref).max()))
         assert d_ours.max() < 1e-6 * scale and d_ref.max() < 1e-6 * scale, f
+
+
+# --------------------------------------------------------------------------- vertex merging
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, 1e-300, 3.0e7]), min_size=3, max_size=60),
+    st.integers(0, 2**32 - 1),
+)
+def test_merge_duplicate_vertices_is_exact(values: list[float], seed: int) -> None:
+    from robot_collision.geometry import mesh_io
+
+    rng = np.random.default_rng(seed)
+    V = np.array(values[: len(values) // 3 * 3], dtype=float).reshape(-1, 3)
+    V = V[rng.integers(0, len(V), 3 * len(V))]  # many exact repeats
+    U, inv = mesh_io.merge_duplicate_vertices(V)
+    np.testing.assert_array_equal(U[inv], V)  # -0.0 == 0.0 for array_equal
+    assert len({tuple(r) for r in (U + 0.0).tolist()}) == len(U)  # no duplicate left
+    assert len(U) == len({tuple(r) for r in (V + 0.0).tolist()})
+
+
+def test_merge_falls_back_on_hash_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from robot_collision.geometry import mesh_io
+
+    monkeypatch.setattr(mesh_io, "_mix", lambda x: np.zeros_like(x))  # every row collides
+    V = np.array([[1.0, 2, 3], [0, 0, 0], [1, 2, 3], [0, 0, 1], [0, 0, 0]])
+    U, inv = mesh_io.merge_duplicate_vertices(V)
+    np.testing.assert_array_equal(U[inv], V)
+    assert len(U) == 3
