@@ -152,14 +152,15 @@ def check_model(args: argparse.Namespace) -> int:
     cols = {n: i for i, n in enumerate(res.column_names)}
     pairs = res.colliding_pairs
     with np.printoptions(precision=4, suppress=True):
-        out.append(f"self-colliding pairs at home q = {q}: {len(pairs) or 'none'}")
+        shown = str(q) if len(q) <= 8 else f"(zeros clipped into the limits, {len(q)} joints)"
+        out.append(f"self-colliding pairs at home q = {shown}: {len(pairs) or 'none'}")
     for a, b in pairs:
         depth = -float(res.signed[rows[a], cols[b]])
         out.append(f"  {a} -- {b}  (penetration {depth:.4f} m)")
     if pairs:
         out.append(
-            "  (pairs that always touch, e.g. across a fixed joint, belong in the SRDF as "
-            "<disable_collisions>)"
+            "  (pairs that touch by design, e.g. parts joined by a fixed joint or a tight "
+            "fit, belong in the SRDF as <disable_collisions>)"
         )
     print("\n".join(out))
     return 0
