@@ -26,6 +26,14 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
+from .block_kernels import (
+    BlockScene,
+    batch_valid_blocked,
+    batch_valid_blocked_parallel,
+    block_scene,
+    block_workspace,
+    edge_valid_blocked,
+)
 from .clearance import ClearanceTable, clearance_table
 from .kernels import (
     matlab_matrices,
@@ -57,6 +65,8 @@ class _Scene(NamedTuple):
     F: NDArray[np.float64]
     I: NDArray[np.int64]
     world_names: list[str]
+    # the scene for the 8-configuration kernels (None: not supported, scalar kernels only)
+    block: Optional[BlockScene]
 
 
 class CollisionChecker:
@@ -221,7 +231,8 @@ class CollisionChecker:
             self._world_objs = objs  # keep ids alive
             assert self._rs is not None
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
-            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names)
+            block = block_scene(self.robot.kin, self._rs, ws, self._pairs)
+            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block)
         assert self._scene is not None
         return self._scene
 
@@ -267,7 +278,12 @@ class CollisionChecker:
         sc = self._prepare(world)
         F, I = sc.F, sc.I
         out = np.empty(arr.shape[0], dtype=np.bool_)
-        if arr.shape[0] >= PARALLEL_BATCH_MIN:
+        if sc.block is not None:
+            if arr.shape[0] >= PARALLEL_BATCH_MIN:
+                batch_valid_blocked_parallel(arr, sc.block.BF, sc.block.BI, not ignore_self, out)
+            elif arr.shape[0]:
+                batch_valid_blocked(arr, sc.block.BF, sc.block.BI, not ignore_self, out)
+        elif arr.shape[0] >= PARALLEL_BATCH_MIN:
             packed_valid_batch(arr, F, I, not ignore_self, out)
         elif arr.shape[0]:
             packed_valid_serial(arr, F, I, not ignore_self, out)
@@ -289,6 +305,10 @@ class CollisionChecker:
         sc = self._prepare(world)
         rs, ws, pr = sc.rs, sc.ws, sc.pr
         steps = max(1, int(np.ceil(np.linalg.norm(b - a) / resolution)))
+        if sc.block is not None:
+            W, RI = block_workspace(sc.block.BI)
+            return edge_valid_blocked(a, b - a, steps, 0, sc.block.BF, sc.block.BI, W, RI,
+                                      not ignore_self) > 0
         L = len(self.robot.link_names)
         return bool(
             motion_valid(
