@@ -47,6 +47,7 @@ __all__ = [
     "batch_valid_blocked",
     "batch_valid_blocked_parallel",
     "edge_valid_blocked",
+    "single_valid_blocked",
 ]
 
 K = LANES
@@ -506,6 +507,24 @@ def _batch_range(Q, lo, hi, BF, BI, check_self, out):  # type: ignore[no-untyped
         for k in range(m):
             out[i0 + k] = ((alive >> k) & 1) == 1
     return True
+
+
+@njit(**_OPTS)
+def single_valid_blocked(q, BF, BI, check_self):  # type: ignore[no-untyped-def]
+    """One configuration ``q`` (n,) in lane 0 of a block: 1 valid, 0 in collision, -1 when
+    ``q`` is not finite. (Faster than the scalar kernel although 8 lanes are computed.)"""
+    n = q.shape[0]
+    finite = True
+    for j in range(n):
+        finite = finite and np.isfinite(q[j])
+    res = -1
+    if finite:
+        W = np.empty(_offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])[4])
+        RI = np.zeros(BI[H_L], dtype=np.int64)
+        for j in range(n):
+            store(W, j * K, splat(q[j]))
+        res = _inline_call_or(block_valid, 0, BF, BI, W, RI, 1, check_self)
+    return res
 
 
 @njit(**_OPTS)

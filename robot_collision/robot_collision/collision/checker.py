@@ -33,6 +33,7 @@ from .block_kernels import (
     block_scene,
     block_workspace,
     edge_valid_blocked,
+    single_valid_blocked,
 )
 from .clearance import ClearanceTable, clearance_table
 from .kernels import (
@@ -67,6 +68,8 @@ class _Scene(NamedTuple):
     world_names: list[str]
     # the scene for the 8-configuration kernels (None: not supported, scalar kernels only)
     block: Optional[BlockScene]
+    objs: list[WorldObject]  # the world objects this scene was built for
+    version: int  # the robot's geometry version it was built for
 
 
 class CollisionChecker:
@@ -198,17 +201,13 @@ class CollisionChecker:
     def _prepare(self, world: Union[Sequence[WorldObject], None]) -> _Scene:
         """The compiled scene for ``world`` (cached; rebuilt when the world or geometry
         changes). Thread-safe: callers use the returned snapshot, never the attributes."""
-        objs = list(world) if world is not None else []
-        key = tuple(id(o) for o in objs)
-        scene = self._scene
-        if (
-            scene is not None
-            and key == self._world_key
-            and self._version == self.robot.geometry_version
-        ):
+        objs = world if type(world) is list else (list(world) if world is not None else [])
+        scene = self._scene  # one snapshot: its objects and version are its own
+        # (list equality is identity here: WorldObject compares by identity)
+        if scene is not None and objs == scene.objs and scene.version == self.robot.geometry_version:
             return scene
         with self._lock:
-            return self._rebuild(objs, key)
+            return self._rebuild(list(objs), tuple(map(id, objs)))
 
     def _rebuild(self, objs: list[WorldObject], key: tuple[int, ...]) -> _Scene:
         self._refresh()
@@ -232,7 +231,8 @@ class CollisionChecker:
             assert self._rs is not None
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
             block = block_scene(self.robot.kin, self._rs, ws, self._pairs)
-            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block)
+            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
+                                 self._version)
         assert self._scene is not None
         return self._scene
 
@@ -265,7 +265,10 @@ class CollisionChecker:
         else:
             arr = self.robot.validate_configuration(q)
         sc = self._prepare(world)
-        code = packed_valid(arr, sc.F, sc.I, not ignore_self)
+        if sc.block is not None:
+            code = single_valid_blocked(arr, sc.block.BF, sc.block.BI, not ignore_self)
+        else:
+            code = packed_valid(arr, sc.F, sc.I, not ignore_self)
         if code < 0:
             self.robot.validate_configuration(arr)  # raises with the offending joints named
         return bool(code)

@@ -59,6 +59,7 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from ..collision.checker import CollisionChecker, SkipRule
+from ..collision import block_kernels as _bk
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
 from ..errors import (
     ConfigurationError,
@@ -292,10 +293,38 @@ def _nearest(tree, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
+def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag):  # type: ignore[no-untyped-def]
+    """:func:`_edge_free` with the 8-configuration kernel, in VAMP's strided order: pass j
+    checks k = steps - j - lane * m (m passes), so the first pass samples the whole edge."""
+    n = q0.shape[0]
+    K = _bk.LANES
+    m = (steps + K - 1) // K
+    inv = 1.0 / steps
+    for j in range(m):
+        want = 0
+        for lane in range(K):
+            k = steps - j - lane * m
+            if k >= 1:
+                want |= 1 << lane
+            t = max(k, 1) * inv
+            for c in range(n):
+                W[c * K + lane] = q0[c] + d[c] * t
+        istate[_I_CHECKS] += _bk._popcount(want)
+        if _bk.block_valid(BF, BI, W, RI, want, check_self) != want:
+            return 0
+        if flag[0] != 0 or ((j & 7) == 7 and now_ns() > deadline):
+            return -1
+    return 1
+
+
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False)
 def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs, ws, pr,  # type: ignore[no-untyped-def]
-               check_self, T, SP, ready, buf, istate, deadline, flag):
-    """Check ``q0 + d * k / steps`` for k = steps, then the other k >= 1 coarse-to-fine.
+               check_self, T, SP, ready, buf, istate, deadline, flag, BF, BI, W, RI):
+    """Check ``q0 + d * k / steps`` for k = steps, then the other k >= 1 coarse-to-fine
+    (with the blocked kernel when the scene has one, ``BI`` not empty: strided order).
     Returns 1 (free), 0 (collision) or -1 (``deadline`` in ns passed or ``flag[0]`` set)."""
+    if BI.shape[0] > 0:
+        return _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag)
     n = q0.shape[0]
     k = steps
     stride = 1
@@ -320,6 +349,15 @@ def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset
             k = half
 
 
+@njit(cache=True)
+def _block_workspace(BI):  # type: ignore[no-untyped-def]
+    """Scratch for the blocked kernel (empty when the scene has none, ``BI`` empty)."""
+    if BI.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    size = _bk._offsets(BI[_bk.H_N], BI[_bk.H_NF], BI[_bk.H_S], BI[_bk.H_L])[4]
+    return np.zeros(size), np.zeros(BI[_bk.H_L], dtype=np.int64)
+
+
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
 def _add_node(nodes, parents, radii, size, t, q, par, cont):  # type: ignore[no-untyped-def]
     i = size[t]
@@ -335,7 +373,7 @@ def _add_node(nodes, parents, radii, size, t, q, par, cont):  # type: ignore[no-
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, nogil=True)
-def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, fpar, ipar,  # type: ignore[no-untyped-def]
+def _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi, cont, fpar, ipar,  # type: ignore[no-untyped-def]
                wgr, soft_deadline, hard_deadline, flag):
     """Run RRT-Connect iterations until success, the iteration limit, a full tree, the soft
     deadline (checked between iterations) or the hard deadline (iteration rolled back)."""
@@ -373,6 +411,7 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
     SP = np.empty((rs.kind.shape[0], 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
+    W, RI = _block_workspace(BI)
     q = np.empty(n)
     qr = np.empty(n)
     qnew = np.empty(n)
@@ -415,7 +454,7 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
             steps = max(1, int(np.ceil(dist / vd)))
             r = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin, axis, qidx, scale,
                            offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                           hard_deadline, flag)
+                           hard_deadline, flag, BF, BI, W, RI)
             if r == 1:
                 istate[_I_CONN0] = 0
                 istate[_I_CONN1] = 0
@@ -482,7 +521,7 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
             steps = max(1, int(np.ceil(dist / vd)))
             r = _edge_free(nodes[a, near], d, steps, q, parent, jtype, origin, axis, qidx,
                            scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                           hard_deadline, flag)
+                           hard_deadline, flag, BF, BI, W, RI)
             if r == 1:
                 added = _add_node(nodes, parents, radii, size, a, qnew, near, cont)
                 if dynamic_domain and rnear < _NO_RADIUS:
@@ -508,7 +547,7 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
                 steps = max(1, int(np.ceil(dist / vd)))
                 r = _edge_free(nodes[b, cur], d, steps, q, parent, jtype, origin, axis, qidx,
                                scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                               hard_deadline, flag)
+                               hard_deadline, flag, BF, BI, W, RI)
                 if r == -1:
                     status = -1
                     break
@@ -584,7 +623,7 @@ def _goal_samples(F, I, wgr, ee, slo, shi, cont, check_self, attempts, ik_iter, 
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, nogil=True)
-def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ignore[no-untyped-def]
+def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # type: ignore[no-untyped-def]
     """Random partial shortcutting of the unwrapped ``path[:k]`` in place (capacity
     k + 2 * iterations).
 
@@ -604,6 +643,7 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
     SP = np.empty((rs.kind.shape[0], 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
+    W, RI = _block_workspace(BI)
     has_cont = False
     for j in range(n):
         if cont[j]:
@@ -664,7 +704,7 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
             shift[j] = (pa[j] + d[j]) - pb[j] if cont[j] else 0.0
         ok = _edge_free(pa, d, max(1, int(np.ceil(dab / vd))), q, parent, jtype, origin, axis,
                         qidx, scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                        never, flag) == 1
+                        never, flag, BF, BI, W, RI) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -675,7 +715,7 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
             if s > 1e-12 and steps != m_i:  # (steps == m_i: the grid points already checked)
                 ok = _edge_free(path[i], d, steps, q, parent, jtype, origin, axis, qidx, scale,
                                 offset, rs, ws, pr, check_self, T, SP, ready, buf, istate, never,
-                                flag) == 1
+                                flag, BF, BI, W, RI) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -686,7 +726,7 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
             if s > 1e-12 and steps != steps_j - m_j:
                 ok = _edge_free(pb, d, steps, q, parent, jtype, origin, axis, qidx, scale,
                                 offset, rs, ws, pr, check_self, T, SP, ready, buf, istate, never,
-                                flag) == 1
+                                flag, BF, BI, W, RI) == 1
         if not ok:
             continue
         # splice: path[:i+1], pa, pb, path[jj+1:k] (+ shift)
@@ -852,7 +892,8 @@ class BiRRT:
         self.robot: RobotModel = self.checker.robot
         self.options = options
         self._world: list[WorldObject] = []
-        self._scene: Optional[tuple[NDArray[np.float64], NDArray[np.int64], int]] = None
+        self._scene: Optional[tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64],
+                                    NDArray[np.int64], int]] = None
         self._bounds: Optional[tuple[tuple[float, bytes, bytes], NDArray[np.float64],
                                      NDArray[np.float64]]] = None
         self.world = list(world)
@@ -870,11 +911,21 @@ class BiRRT:
         self._packed()  # flatten the scene now (~0.2 ms), not in plan()
 
     def _packed(self) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        return self._packed_all()[:2]
+
+    def _packed_all(self) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64],
+                                   NDArray[np.int64]]:
+        """``(F, I, BF, BI)``: the packed scene for the scalar kernels and for the blocked
+        kernels (``BF``, ``BI`` empty when the scene is not supported by them)."""
         ver = self.robot.geometry_version
-        if self._scene is None or self._scene[2] != ver:
-            F, I = pack_scene(*self.checker.compiled(self._world))
-            self._scene = (F, I, ver)
-        return self._scene[0], self._scene[1]
+        if self._scene is None or self._scene[4] != ver:
+            sc = self.checker._prepare(self._world)
+            if sc.block is not None:
+                BF, BI = sc.block.BF, sc.block.BI
+            else:
+                BF, BI = np.zeros(0), np.zeros(0, dtype=np.int64)
+            self._scene = (sc.F, sc.I, BF, BI, ver)
+        return self._scene[:4]
 
     @property
     def _check_self(self) -> bool:
@@ -893,7 +944,7 @@ class BiRRT:
         """Compile (first run) or load (cached, ~0.3 s) every compiled planning kernel without
         planning, so that the first :meth:`plan` is not slowed down. Returns the time taken, s."""
         t0 = time.perf_counter()
-        F, I = self._packed()
+        F, I, BF, BI = self._packed_all()
         n = self.robot.num_joints
         cont = self.robot.is_continuous.astype(np.bool_)
         slo, shi = self._sampling_bounds()
@@ -903,12 +954,12 @@ class BiRRT:
         nodes[:, 0] = q
         size = np.ones(2, dtype=np.int64)
         ipar = np.zeros(10, dtype=np.int64)  # max_iterations = 0: returns at once
-        _rrt_chunk(F, I, nodes, np.full((2, 4), -1, dtype=np.int64), np.full((2, 4), _NO_RADIUS),
+        _rrt_chunk(F, I, BF, BI, nodes, np.full((2, 4), -1, dtype=np.int64), np.full((2, 4), _NO_RADIUS),
                    size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
                    np.ones(8), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
         _goal_samples(F, I, np.zeros(44), 1, slo, shi, cont, True, 0, 1, 1e-5, 1e-4, rng,
                       np.empty(n))
-        _shortcut(F, I, q[None, :].copy(), 1, 0, cont, 0.1, True, rng)
+        _shortcut(F, I, BF, BI, q[None, :].copy(), 1, 0, cont, 0.1, True, rng)
         _first_invalid(F, I, np.empty((0, n)), True)
         self.checker.is_valid(q, self._world)  # start/goal validation kernel
         return time.perf_counter() - t0
@@ -985,7 +1036,7 @@ class BiRRT:
         if msg:
             raise StartInCollisionError(msg)
         rng, seed = new_rng_state(o.seed)
-        F, I = self._packed()
+        F, I, BF, BI = self._packed_all()
         n = self.robot.num_joints
         cont = self.robot.is_continuous.astype(np.bool_)
         slo, shi = self._sampling_bounds()
@@ -1066,7 +1117,7 @@ class BiRRT:
                 t = time.monotonic_ns()
                 hard = min(t + (_HARD_CHUNK_NS << min(retries, 10)), deadline)
                 soft = min(t + _SOFT_CHUNK_NS, deadline)
-                code = _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont,
+                code = _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi, cont,
                                   fpar, ipar, wgr_arr, soft, hard, flag)
                 if code == _SUCCESS:
                     reason = "success"
@@ -1210,7 +1261,7 @@ class BiRRT:
         else:
             seed = rng if rng is not None else self.options.seed
         state, _ = new_rng_state(seed)
-        F, I = self._packed()
+        F, I, BF, BI = self._packed_all()
         cont = self.robot.is_continuous.astype(np.bool_)
         if cont.any():  # unwrap: consecutive continuous-joint values differ by at most pi
             P = P.copy()
@@ -1218,7 +1269,7 @@ class BiRRT:
                 P[i] = P[i - 1] + joint_difference(P[i - 1], P[i], cont)
         buf = np.empty((len(P) + 2 * int(iterations) + 2, P.shape[1]))
         buf[: len(P)] = P
-        k = _shortcut(F, I, buf, len(P), int(iterations), cont, self.options.validation_distance,
+        k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont, self.options.validation_distance,
                       self._check_self, state)
         return buf[:k].copy()
 
