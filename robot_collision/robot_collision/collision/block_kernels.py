@@ -373,15 +373,19 @@ def _sphere_object_hits(BF, W, sc, rad, o_obj, kind, alive):  # type: ignore[no-
 
 
 @njit(**_OPTS)
-def block_valid(BF, BI, W, RI, alive, check_self):  # type: ignore[no-untyped-def]
+def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-untyped-def]
     """Validity of the 8 configurations in ``W`` (see the module docstring): the lanes of
     ``alive`` (bit mask) that are collision-free. Lanes outside ``alive`` are ignored (padding,
     or already known to collide); a lane whose joint values are not all finite is in
-    collision."""
+    collision. With ``any_hit`` the block stops at the first collision in any lane and returns
+    0 (for edges, where one collision decides)."""
     n, L, Wn, P, nl = BI[H_N], BI[H_L], BI[H_W], BI[H_P], BI[H_NL]
     o_fr, o_sc, o_lc, o_sin, o_end = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+    start = alive
     for j in range(n):
         alive &= vabs(load(W, j * K)) <= 1.7976931348623157e308
+    if any_hit and alive != start:
+        alive = 0
     ok = alive != 0
     if ok:
         ok = _inline_call_or(_fk, False, BF, BI, W)
@@ -427,7 +431,9 @@ def block_valid(BF, BI, W, RI, alive, check_self):  # type: ignore[no-untyped-de
                     alive &= ~_inline_call_or(_sphere_object_hits, -1, BF, W,
                                               o_sc + s * 3 * K, BF[o_srad + s] + pad, ob, kind,
                                               alive)
-                if not ok:
+                    if alive == 0 or (any_hit and alive != start):
+                        break
+                if not ok or (any_hit and alive != start):
                     alive = 0
                 if alive == 0:
                     break
@@ -479,7 +485,9 @@ def block_valid(BF, BI, W, RI, alive, check_self):  # type: ignore[no-untyped-de
                     rst = rs + BF[o_srad + t]
                     if rst > 0.0:
                         alive &= ~((ex * ex + ey * ey + ez * ez) < rst * rst)
-            if not ok:
+                if alive == 0 or (any_hit and alive != start):
+                    break
+            if not ok or (any_hit and alive != start):
                 alive = 0
             if alive == 0:
                 break
@@ -503,7 +511,7 @@ def _batch_range(Q, lo, hi, BF, BI, check_self, out):  # type: ignore[no-untyped
         for j in range(n):
             for k in range(K):
                 W[j * K + k] = Q[i0 + min(k, m - 1), j]
-        alive = _inline_call_or(block_valid, 0, BF, BI, W, RI, (1 << m) - 1, check_self)
+        alive = _inline_call_or(block_valid, 0, BF, BI, W, RI, (1 << m) - 1, check_self, False)
         for k in range(m):
             out[i0 + k] = ((alive >> k) & 1) == 1
     return True
@@ -523,7 +531,7 @@ def single_valid_blocked(q, BF, BI, check_self):  # type: ignore[no-untyped-def]
         RI = np.zeros(BI[H_L], dtype=np.int64)
         for j in range(n):
             store(W, j * K, splat(q[j]))
-        res = _inline_call_or(block_valid, 0, BF, BI, W, RI, 1, check_self)
+        res = _inline_call_or(block_valid, 0, BF, BI, W, RI, 1, check_self, True)
     return res
 
 
@@ -563,7 +571,7 @@ def edge_valid_blocked(q0, d, steps, first, BF, BI, W, RI, check_self):  # type:
         t = vmax(kk, first) * inv
         for c in range(n):
             store(W, c * K, t * d[c] + q0[c])
-        got = _inline_call_or(block_valid, 0, BF, BI, W, RI, want, check_self)
+        got = _inline_call_or(block_valid, 0, BF, BI, W, RI, want, check_self, True)
         checked += _popcount(want)
         if got != want:
             checked = -checked

@@ -60,6 +60,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..collision.checker import CollisionChecker, SkipRule
 from ..collision import block_kernels as _bk
+from ..jitcall import inline_call_or as _inline_call_or
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
 from ..errors import (
     ConfigurationError,
@@ -122,6 +123,8 @@ _PROGRESS_NS = 50_000_000
 _NO_RADIUS = 1e300
 # most consecutive dynamic-domain rejections before a sample is used anyway
 _DD_MAX_REJECTS = 1000
+# the goal-region parameters of a run towards a configuration (read only)
+_NO_REGION = np.zeros(44)
 
 
 # ------------------------------------------------------------------------------------------
@@ -310,7 +313,7 @@ def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline
             for c in range(n):
                 W[c * K + lane] = q0[c] + d[c] * t
         istate[_I_CHECKS] += _bk._popcount(want)
-        if _bk.block_valid(BF, BI, W, RI, want, check_self) != want:
+        if _inline_call_or(_bk.block_valid, 0, BF, BI, W, RI, want, check_self, True) != want:
             return 0
         if flag[0] != 0 or ((j & 7) == 7 and now_ns() > deadline):
             return -1
@@ -781,6 +784,73 @@ def _first_invalid(F, I, Q, check_self):  # type: ignore[no-untyped-def]
     return -1
 
 
+@njit(cache=True, boundscheck=False)
+def _config_status(q, lower, upper):  # type: ignore[no-untyped-def]
+    """0 when ``q`` is finite and within [lower - 1e-9, upper + 1e-9] (then clipped into the
+    limits in place), else 1 (the caller raises the detailed error)."""
+    for j in range(q.shape[0]):
+        v = q[j]
+        if not np.isfinite(v) or v < lower[j] - 1e-9 or v > upper[j] + 1e-9:
+            return 1
+    for j in range(q.shape[0]):
+        q[j] = min(max(q[j], lower[j]), upper[j])
+    return 0
+
+
+@njit(cache=True, boundscheck=False)
+def _new_trees(cap, q_start, q_goal, cont, goal_tries):  # type: ignore[no-untyped-def]
+    """Tree storage (nodes, parents, radii, size, istate) with the start and goal roots
+    (continuous joints wrapped)."""
+    n = q_start.shape[0]
+    nodes = np.empty((2, cap, n))
+    parents = np.full((2, cap), -1, dtype=np.int64)
+    radii = np.full((2, cap), _NO_RADIUS)
+    size = np.zeros(2, dtype=np.int64)
+    _add_node(nodes, parents, radii, size, 0, q_start, -1, cont)
+    _add_node(nodes, parents, radii, size, 1, q_goal, -1, cont)
+    istate = np.zeros(_NSTATE, dtype=np.int64)
+    istate[_I_GOAL_ROOTS] = 1
+    istate[_I_GOAL_TRIES] = goal_tries
+    return nodes, parents, radii, size, istate
+
+
+@njit(cache=True, boundscheck=False)
+def _extract_path(nodes, parents, c0, c1, q_start, cont, has_cont):  # type: ignore[no-untyped-def]
+    """Waypoints (k, n) root of the start tree -> node c0, then node c1 of the goal tree ->
+    its root. Without continuous joints they are the tree nodes bit for bit; with them the path
+    is unwrapped from ``q_start``."""
+    n = nodes.shape[2]
+    k0 = 0
+    i = c0
+    while i >= 0:
+        k0 += 1
+        i = parents[0, i]
+    k1 = 0
+    i = c1
+    while i >= 0:
+        k1 += 1
+        i = parents[1, i]
+    out = np.empty((k0 + k1, n))
+    i = c0
+    for r in range(k0 - 1, -1, -1):
+        out[r] = nodes[0, i]
+        i = parents[0, i]
+    i = c1
+    for r in range(k0, k0 + k1):
+        out[r] = nodes[1, i]
+        i = parents[1, i]
+    if has_cont:
+        d = np.empty(n)
+        prev = out[0].copy()
+        out[0] = q_start
+        for r in range(1, k0 + k1):
+            _diff_into(prev, out[r], cont, has_cont, d)
+            for j in range(n):
+                prev[j] = out[r, j]
+                out[r, j] = out[r - 1, j] + d[j]
+    return out
+
+
 # ------------------------------------------------------------------------------------------
 # Python helpers
 # ------------------------------------------------------------------------------------------
@@ -896,7 +966,11 @@ class BiRRT:
                                     NDArray[np.int64], int]] = None
         self._bounds: Optional[tuple[tuple[float, bytes, bytes], NDArray[np.float64],
                                      NDArray[np.float64]]] = None
+        self._cont_cache: Optional[tuple[NDArray[np.bool_], NDArray[np.bool_], bool]] = None
+        self._params: Optional[tuple[object, int, int, NDArray[np.float64],
+                                     NDArray[np.int64]]] = None
         self.world = list(world)
+        self._run_parameters(False, 0)  # prime the caches of plan() (setup, not planning)
 
     # ------------------------------------------------------------------ world
     @property
@@ -940,6 +1014,42 @@ class BiRRT:
             self._bounds = (key, lo, hi)
         return self._bounds[1], self._bounds[2]
 
+    def _cont(self) -> NDArray[np.bool_]:
+        """The robot's continuous-joint mask (n,) bool (cached)."""
+        c = self.robot.is_continuous
+        if self._cont_cache is None or self._cont_cache[0] is not c:
+            self._cont_cache = (c, np.ascontiguousarray(c, dtype=np.bool_), bool(c.any()))
+        return self._cont_cache[1]
+
+    def _has_cont(self) -> bool:
+        self._cont()
+        assert self._cont_cache is not None
+        return self._cont_cache[2]
+
+    def _run_parameters(self, region: bool, ee: int) -> tuple[int, int, NDArray[np.float64],
+                                                              NDArray[np.int64]]:
+        """``(max_add, cap, fpar, ipar)`` of a run: most nodes one iteration adds, initial
+        tree capacity and the compiled loop's parameter arrays (cached per options, bounds,
+        goal kind and end effector; the compiled loop only reads them)."""
+        o = self.options
+        slo, shi = self._sampling_bounds()
+        key = (o, slo.tobytes(), shi.tobytes(), self._check_self, region, ee)
+        if self._params is None or self._params[0] != key:
+            cont = self._cont()
+            step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
+            max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
+            cap = max(1024, 4 * max_add)
+            fpar = np.array([o.max_connection_distance, o.validation_distance,
+                             o.workspace_goal_region_bias, o.ik_position_tolerance,
+                             o.ik_orientation_tolerance, o.dynamic_domain_radius,
+                             o.dynamic_domain_alpha, o.dynamic_domain_min_radius])
+            ipar = np.array([o.max_iterations, int(o.enable_connect_heuristic),
+                             int(self._check_self), int(region), ee, o.ik_max_iterations,
+                             o.max_goal_samples, max_add, int(o.balance_trees),
+                             int(o.dynamic_domain)], dtype=np.int64)
+            self._params = (key, max_add, cap, fpar, ipar)
+        return self._params[1], self._params[2], self._params[3], self._params[4]
+
     def warmup(self) -> float:
         """Compile (first run) or load (cached, ~0.3 s) every compiled planning kernel without
         planning, so that the first :meth:`plan` is not slowed down. Returns the time taken, s."""
@@ -969,6 +1079,18 @@ class BiRRT:
         r = self.robot
         try:
             arr = np.array(q, dtype=float, copy=True)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is not None and arr.shape == (r.num_joints,) and not _config_status(
+                arr, r.lower, r.upper):
+            return arr  # finite and within the limits: clipped in place
+        return self._validate_config_slow(q, what)
+
+    def _validate_config_slow(self, q: ArrayLike, what: str) -> NDArray[np.float64]:
+        """:meth:`_validate_config` raising the detailed errors."""
+        r = self.robot
+        try:
+            arr = np.array(q, dtype=float, copy=True)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(
                 f"{what} configuration must be {r.num_joints} numbers ({', '.join(r.joint_names)})"
@@ -995,8 +1117,11 @@ class BiRRT:
 
     def _collision_message(self, q: NDArray[np.float64], what: str) -> Optional[str]:
         ignore_self = self.options.ignore_self_collision
-        F, I = self._packed()
-        if packed_valid(q, F, I, not ignore_self):
+        F, I, BF, BI = self._packed_all()
+        if BI.shape[0]:
+            if _bk.single_valid_blocked(q, BF, BI, not ignore_self) == 1:
+                return None
+        elif packed_valid(q, F, I, not ignore_self):
             return None
         res = self.checker.check(q, self._world, exhaustive=True, ignore_self=ignore_self)
         pairs = ", ".join(f"{a} <-> {b}" for a, b in res.colliding_pairs) or "unknown pair"
@@ -1038,9 +1163,9 @@ class BiRRT:
         rng, seed = new_rng_state(o.seed)
         F, I, BF, BI = self._packed_all()
         n = self.robot.num_joints
-        cont = self.robot.is_continuous.astype(np.bool_)
+        cont = self._cont()
         slo, shi = self._sampling_bounds()
-        wgr_arr = np.zeros(44)
+        wgr_arr = _NO_REGION
         ee = 0
         goals: list[NDArray[np.float64]] = []
         goal_tries = 0
@@ -1086,27 +1211,8 @@ class BiRRT:
             goals.append(q_goal)
 
         # ---- tree storage
-        step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
-        max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
-        cap = max(1024, 4 * max_add)
-        nodes = np.empty((2, cap, n))
-        parents = np.full((2, cap), -1, dtype=np.int64)
-        radii = np.full((2, cap), _NO_RADIUS)
-        size = np.zeros(2, dtype=np.int64)
-        nodes[0, 0] = np.where(cont, joint_difference(0.0, q_start, cont), q_start)
-        nodes[1, 0] = np.where(cont, joint_difference(0.0, goals[0], cont), goals[0])
-        size[:] = 1
-        istate = np.zeros(_NSTATE, dtype=np.int64)
-        istate[_I_GOAL_ROOTS] = 1
-        istate[_I_GOAL_TRIES] = goal_tries
-        fpar = np.array([o.max_connection_distance, o.validation_distance,
-                         o.workspace_goal_region_bias, o.ik_position_tolerance,
-                         o.ik_orientation_tolerance, o.dynamic_domain_radius,
-                         o.dynamic_domain_alpha, o.dynamic_domain_min_radius])
-        ipar = np.array([o.max_iterations, int(o.enable_connect_heuristic), int(self._check_self),
-                         int(isinstance(goal, WorkspaceGoalRegion)), ee, o.ik_max_iterations,
-                         o.max_goal_samples, max_add, int(o.balance_trees),
-                         int(o.dynamic_domain)], dtype=np.int64)
+        max_add, cap, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
+        nodes, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont, goal_tries)
         retries = 0
         next_progress = t_start + _PROGRESS_NS
         reason = ""
@@ -1168,8 +1274,8 @@ class BiRRT:
             raise _attach(NoPathFoundError(
                 f"no path found within the time limit of {time_limit} s ({stats.iterations} "
                 "iterations); allow more time or simplify the scene"), stats)
-        path = self._extract(nodes, parents, int(istate[_I_CONN0]), int(istate[_I_CONN1]),
-                             q_start, cont)
+        path = _extract_path(nodes, parents, istate[_I_CONN0], istate[_I_CONN1], q_start, cont,
+                             self._has_cont())
         # the goal reached: the given configuration, or the goal region's IK solution (as the
         # path's last waypoint, i.e. unwrapped like the path)
         goal_q = path[-1].copy() if isinstance(goal, WorkspaceGoalRegion) else goals[0]
@@ -1179,28 +1285,6 @@ class BiRRT:
                goal_tries: int, seed: int) -> PlanStats:
         return PlanStats(iters, s0, s1, (time.monotonic_ns() - t_start) * 1e-9, reason, checks,
                          goal_tries, seed)
-
-    @staticmethod
-    def _extract(nodes: NDArray[np.float64], parents: NDArray[np.int64], c0: int, c1: int,
-                 q_start: NDArray[np.float64], cont: NDArray[np.bool_]) -> NDArray[np.float64]:
-        first: list[NDArray[np.float64]] = []
-        i = c0
-        while i >= 0:
-            first.append(nodes[0, i])
-            i = int(parents[0, i])
-        second: list[NDArray[np.float64]] = []
-        i = c1
-        while i >= 0:
-            second.append(nodes[1, i])
-            i = int(parents[1, i])
-        raw = np.array(first[::-1] + second)
-        if not cont.any():
-            return raw  # bit-identical to the checked tree nodes (raw[0] == start)
-        out = np.empty_like(raw)
-        out[0] = q_start
-        for k in range(1, len(raw)):
-            out[k] = out[k - 1] + joint_difference(raw[k - 1], raw[k], cont)
-        return out
 
     # ------------------------------------------------------------------ path tools
     def _as_path(self, path: ArrayLike) -> NDArray[np.float64]:

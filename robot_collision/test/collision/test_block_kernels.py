@@ -276,7 +276,7 @@ def test_block_kernel_is_vectorised_and_free_of_reference_counting(
     W, RI = bk.block_workspace(sc.block.BI)
     fresh = njit(**{**bk._OPTS, "cache": False})(bk.block_valid.py_func)
     W[: 8 * odd_robot.num_joints] = 0.1
-    fresh(sc.block.BF, sc.block.BI, W, RI, 255, True)
+    fresh(sc.block.BF, sc.block.BI, W, RI, 255, True, False)
     ir = _native(fresh, "block_valid", "ir")
     assert ir.count("NRT_incref") == 0 and ir.count("NRT_decref") == 0
     assert "<8 x double>" in ir
