@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from ..geometry.shapes import BOX, CAPSULE, SPHERE
 from ..jitcall import inline_call_or as _inline_call_or
 from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicArrays
-from ..simd import LANES, load, select, splat, store, vabs, vfloor, vmax
+from ..simd import LANES, load, select, splat, store, vabs, vfloor, vmax, vsqrt
 from .scene import PairArrays, RobotArrays, WorldArrays
 
 __all__ = [
@@ -66,8 +66,9 @@ H_C, H_FSCALE, H_FOFF, H_SCEN, H_SRAD, H_LCEN, H_LRAD, H_OBJ, H_WPAD, H_PPAD, H_
 )
 _HEADER = 28
 # object record (float64 x OBJ_REC): centre (3), rotation R row-major (9), params (3), then the
-# enclosing box: centre (3), half extents (3) (its rotation is R)
-OBJ_REC = 21
+# enclosing box: centre (3), half extents (3) (its rotation is R), then the distance from the base
+# origin to the enclosing box and the radius of the box's circumscribed sphere (culling)
+OBJ_REC = 23
 # joint values of a lane beyond which the sine/cosine of a joint is computed per lane with
 # np.sin / np.cos (the vector version's argument reduction is accurate to ~4e-13 up to 1e4)
 _SINCOS_MAX = 1.0e4
@@ -152,6 +153,9 @@ def block_scene(
         obj[o, 12:15] = ws.params[o, :3]
         obj[o, 15:18] = ws.box[9:12, o]
         obj[o, 18:21] = ws.box[12:15, o]
+        excess = np.maximum(np.abs(R.T @ -ws.box[9:12, o]) - ws.box[12:15, o], 0.0)
+        obj[o, 21] = np.sqrt(excess @ excess)
+        obj[o, 22] = np.linalg.norm(ws.box[12:15, o])
         if not np.allclose(ws.box[0:9, o], R.reshape(9)):
             return None
         if ws.kind[o] == BOX:
@@ -413,11 +417,24 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
             ly = load(W, o_lc + l * 3 * K + K)
             lz = load(W, o_lc + l * 3 * K + 2 * K)
             rl = BF[o_lrad + l]
+            # farthest point of the link's bounding sphere from the base origin
+            reach = vsqrt(lx * lx + ly * ly + lz * lz) + rl
             for o in range(Wn):
                 ob = o_obj + o * OBJ_REC
                 pad = BF[o_wpad + l * Wn + o]
                 rr = rl + pad
                 if rr <= 0.0:
+                    continue
+                # three culls, cheapest first, each a necessary condition for a contact: the
+                # object's enclosing box comes closer to the origin than the link reaches; the
+                # link's bounding sphere meets the box's circumscribed sphere; it meets the box
+                if (alive & (reach > BF[ob + 21] - pad)) == 0:
+                    continue
+                ex = lx - BF[ob + 15]
+                ey = ly - BF[ob + 16]
+                ez = lz - BF[ob + 17]
+                rb = rr + BF[ob + 22]
+                if (alive & ((ex * ex + ey * ey + ez * ez) < rb * rb)) == 0:
                     continue
                 gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
                                  BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
