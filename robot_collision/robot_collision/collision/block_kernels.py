@@ -329,19 +329,29 @@ def _point_in_frame(BF, W, fr, cx, cy, cz, out):  # type: ignore[no-untyped-def]
 
 @njit(**_OPTS)
 def _pose_link_spheres(BF, BI, W, RI, l):  # type: ignore[no-untyped-def]
-    """Centres of link ``l``'s spheres (once per block: ``RI[l]`` marks them done)."""
-    ok = True
+    """Centres of link ``l``'s spheres (once per block: ``RI[l]`` marks them done). Returns
+    True."""
     if RI[l] == 0:
         RI[l] = 1
         o_fr, o_sc, o_lc, o_sin, o_end = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
-        o_ls, o_sf, o_scen = BI[H_LSTART], BI[H_SFRAME], BI[H_SCEN]
+        o_ls, o_scen = BI[H_LSTART], BI[H_SCEN]
+        # the link's frame pose in registers: the stores below might alias it as far as the
+        # compiler knows, which would reload it for every sphere
+        fr = o_fr + BI[BI[H_LFRAME] + l] * 12 * K
+        t00, t01, t02, t03 = load(W, fr), load(W, fr + K), load(W, fr + 2 * K), load(W, fr + 3 * K)
+        t10, t11, t12, t13 = (load(W, fr + 4 * K), load(W, fr + 5 * K), load(W, fr + 6 * K),
+                              load(W, fr + 7 * K))
+        t20, t21, t22, t23 = (load(W, fr + 8 * K), load(W, fr + 9 * K), load(W, fr + 10 * K),
+                              load(W, fr + 11 * K))
         for s in range(BI[o_ls + l], BI[o_ls + l + 1]):
-            fr = o_fr + BI[o_sf + s] * 12 * K
             c = o_scen + 3 * s
-            ok = ok and _inline_call_or(_point_in_frame, False, BF, W, fr, BF[c], BF[c + 1],
-                                        BF[c + 2], o_sc + s * 3 * K)
+            x, y, z = BF[c], BF[c + 1], BF[c + 2]
+            out = o_sc + s * 3 * K
+            store(W, out, t00 * x + t01 * y + t02 * z + t03)
+            store(W, out + K, t10 * x + t11 * y + t12 * z + t13)
+            store(W, out + 2 * K, t20 * x + t21 * y + t22 * z + t23)
     held = BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
-    return ok and held >= 0
+    return held >= 0
 
 
 @njit(**_OPTS)
