@@ -61,6 +61,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..collision.checker import CollisionChecker, SkipRule
 from ..collision import block_kernels as _bk
 from ..jitcall import inline_call_or as _inline_call_or
+from .. import simd as _simd
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
 from ..errors import (
     ConfigurationError,
@@ -125,6 +126,10 @@ _NO_RADIUS = 1e300
 _DD_MAX_REJECTS = 1000
 # the goal-region parameters of a run towards a configuration (read only)
 _NO_REGION = np.zeros(44)
+# lane numbers 0..7 (read only)
+_IOTA = np.arange(8, dtype=np.float64)
+# the nearest-neighbour scan may not assume finite values (a NaN distance must not win)
+_NN_FASTMATH = {"contract", "arcp", "nsz", "afn", "reassoc"}
 
 
 # ------------------------------------------------------------------------------------------
@@ -274,24 +279,35 @@ def _diff_into(a, b, cont, has_cont, out):  # type: ignore[no-untyped-def]
     return np.sqrt(s)
 
 
-@njit(cache=True, fastmath=FASTMATH, boundscheck=False)
-def _nearest(tree, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
-    """Index of the node of ``tree[:m]`` (m, n) nearest to ``q`` (scan with partial distances)."""
+@njit(cache=True, fastmath=_NN_FASTMATH, boundscheck=False, error_model="numpy")
+def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
+    """Index of the node nearest to ``q`` among the first ``m`` of a tree stored joint-major in
+    ``treeT`` (n * cap,): joint j of node i at ``j * cap + i``, cap a multiple of 8. Eight
+    nodes per step in SIMD lanes; ties go to the lowest index."""
     n = q.shape[0]
-    best = _NO_RADIUS
-    bi = 0
-    for i in range(m):
-        s = 0.0
+    cap = treeT.shape[0] // n
+    iota = _simd.load(_IOTA, 0)
+    best = _simd.splat(_NO_RADIUS)
+    bidx = _simd.splat(0.0)
+    for i0 in range(0, m, 8):
+        acc = _simd.splat(0.0)
         for j in range(n):
-            d = q[j] - tree[i, j]
+            d = q[j] - _simd.load(treeT, j * cap + i0)
             if has_cont and cont[j]:
-                d = _wrap(d)
-            s += d * d
-            if s >= best:
-                break
-        if s < best:
-            best = s
-            bi = i
+                d = d - 2.0 * np.pi * _simd.vfloor((d + np.pi) * (0.5 / np.pi))
+            acc = acc + d * d
+        idx = iota + i0
+        better = (acc < best) & (idx < m)
+        best = _simd.select(better, acc, best)
+        bidx = _simd.select(better, idx, bidx)
+    bd = _NO_RADIUS
+    bi = 0
+    for k in range(8):
+        dk = _simd.lane(best, k)
+        ik = int(_simd.lane(bidx, k))
+        if dk < bd or (dk == bd and ik < bi):
+            bd = dk
+            bi = ik
     return bi
 
 
@@ -362,13 +378,17 @@ def _block_workspace(BI):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
-def _add_node(nodes, parents, radii, size, t, q, par, cont):  # type: ignore[no-untyped-def]
+def _add_node(nodes, nodesT, parents, radii, size, t, q, par, cont):  # type: ignore[no-untyped-def]
+    """Append ``q`` (continuous joints wrapped) to tree ``t`` under ``par``; returns its index.
+    ``nodesT`` (2, n * cap) is the joint-major copy that :func:`_nearest` scans."""
     i = size[t]
+    cap = nodes.shape[1]
     for j in range(q.shape[0]):
         v = q[j]
         if cont[j]:
             v = _wrap(v)
         nodes[t, i, j] = v
+        nodesT[t, j * cap + i] = v
     parents[t, i] = par
     radii[t, i] = _NO_RADIUS
     size[t] = i + 1
@@ -376,8 +396,8 @@ def _add_node(nodes, parents, radii, size, t, q, par, cont):  # type: ignore[no-
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, nogil=True)
-def _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi, cont, fpar, ipar,  # type: ignore[no-untyped-def]
-               wgr, soft_deadline, hard_deadline, flag):
+def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, slo, shi, cont,  # type: ignore[no-untyped-def]
+               fpar, ipar, wgr, soft_deadline, hard_deadline, flag):
     """Run RRT-Connect iterations until success, the iteration limit, a full tree, the soft
     deadline (checked between iterations) or the hard deadline (iteration rolled back)."""
     kin, rs, ws, pr = unpack_scene(F, I)
@@ -484,21 +504,21 @@ def _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi,
                 fk_into(qik, parent, jtype, origin, axis, qidx, scale, offset, T)
                 istate[_I_CHECKS] += 1
                 if _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
-                    _add_node(nodes, parents, radii, size, 1, qik, -1, cont)
+                    _add_node(nodes, nodesT, parents, radii, size, 1, qik, -1, cont)
                     istate[_I_GOAL_ROOTS] += 1
                     for j in range(n):
                         qr[j] = qik[j]
                     sampled = True
         b = 1 - a
         if sampled:
-            near = _nearest(nodes[a], size[a], qr, cont, has_cont)
+            near = _nearest(nodesT[a], size[a], qr, cont, has_cont)
             dist = _diff_into(nodes[a, near], qr, cont, has_cont, d)
         else:
             # uniform sample; with dynamic domain, resample (a bounded number of times) while
             # the sample lies outside its nearest node's radius
             for tries in range(_DD_MAX_REJECTS):
                 _random_config(slo, shi, rng, qr)
-                near = _nearest(nodes[a], size[a], qr, cont, has_cont)
+                near = _nearest(nodesT[a], size[a], qr, cont, has_cont)
                 dist = _diff_into(nodes[a, near], qr, cont, has_cont, d)
                 if not dynamic_domain or dist <= radii[a, near]:
                     break
@@ -526,7 +546,7 @@ def _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi,
                            scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
                            hard_deadline, flag, BF, BI, W, RI)
             if r == 1:
-                added = _add_node(nodes, parents, radii, size, a, qnew, near, cont)
+                added = _add_node(nodes, nodesT, parents, radii, size, a, qnew, near, cont)
                 if dynamic_domain and rnear < _NO_RADIUS:
                     radii[a, near] = rnear * (1.0 + dd_alpha)
             elif r == -1:
@@ -536,7 +556,7 @@ def _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi,
                                                                        dd_min)
         # ---- connect tree b towards the new node
         if added >= 0:
-            cur = _nearest(nodes[b], size[b], nodes[a, added], cont, has_cont)
+            cur = _nearest(nodesT[b], size[b], nodes[a, added], cont, has_cont)
             while True:
                 dist = _diff_into(nodes[b, cur], nodes[a, added], cont, has_cont, d)
                 reach = heuristic or dist <= max_dist
@@ -567,7 +587,7 @@ def _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi,
                     break
                 for j in range(n):
                     qnew[j] = nodes[b, cur, j] + d[j]
-                cur = _add_node(nodes, parents, radii, size, b, qnew, cur, cont)
+                cur = _add_node(nodes, nodesT, parents, radii, size, b, qnew, cur, cont)
         if status == -1:
             # roll back the partial iteration; the next chunk redoes it identically
             for k in range(_NSTATE):
@@ -803,15 +823,16 @@ def _new_trees(cap, q_start, q_goal, cont, goal_tries):  # type: ignore[no-untyp
     (continuous joints wrapped)."""
     n = q_start.shape[0]
     nodes = np.empty((2, cap, n))
+    nodesT = np.empty((2, n * cap))
     parents = np.full((2, cap), -1, dtype=np.int64)
     radii = np.full((2, cap), _NO_RADIUS)
     size = np.zeros(2, dtype=np.int64)
-    _add_node(nodes, parents, radii, size, 0, q_start, -1, cont)
-    _add_node(nodes, parents, radii, size, 1, q_goal, -1, cont)
+    _add_node(nodes, nodesT, parents, radii, size, 0, q_start, -1, cont)
+    _add_node(nodes, nodesT, parents, radii, size, 1, q_goal, -1, cont)
     istate = np.zeros(_NSTATE, dtype=np.int64)
     istate[_I_GOAL_ROOTS] = 1
     istate[_I_GOAL_TRIES] = goal_tries
-    return nodes, parents, radii, size, istate
+    return nodes, nodesT, parents, radii, size, istate
 
 
 @njit(cache=True, boundscheck=False)
@@ -1038,7 +1059,7 @@ class BiRRT:
             cont = self._cont()
             step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
             max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
-            cap = max(1024, 4 * max_add)
+            cap = 8 * ((max(1024, 4 * max_add) + 7) // 8)  # (a multiple of 8: _nearest)
             fpar = np.array([o.max_connection_distance, o.validation_distance,
                              o.workspace_goal_region_bias, o.ik_position_tolerance,
                              o.ik_orientation_tolerance, o.dynamic_domain_radius,
@@ -1060,12 +1081,12 @@ class BiRRT:
         slo, shi = self._sampling_bounds()
         q = np.clip(np.zeros(n), slo, shi)
         rng, _ = new_rng_state(0)
-        nodes = np.zeros((2, 4, n))
+        nodes = np.zeros((2, 8, n))
         nodes[:, 0] = q
         size = np.ones(2, dtype=np.int64)
         ipar = np.zeros(10, dtype=np.int64)  # max_iterations = 0: returns at once
-        _rrt_chunk(F, I, BF, BI, nodes, np.full((2, 4), -1, dtype=np.int64), np.full((2, 4), _NO_RADIUS),
-                   size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
+        _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, 8 * n)), np.full((2, 8), -1, dtype=np.int64),
+                   np.full((2, 8), _NO_RADIUS), size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
                    np.ones(8), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
         _goal_samples(F, I, np.zeros(44), 1, slo, shi, cont, True, 0, 1, 1e-5, 1e-4, rng,
                       np.empty(n))
@@ -1212,7 +1233,7 @@ class BiRRT:
 
         # ---- tree storage
         max_add, cap, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
-        nodes, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont, goal_tries)
+        nodes, nodesT, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont, goal_tries)
         retries = 0
         next_progress = t_start + _PROGRESS_NS
         reason = ""
@@ -1223,8 +1244,8 @@ class BiRRT:
                 t = time.monotonic_ns()
                 hard = min(t + (_HARD_CHUNK_NS << min(retries, 10)), deadline)
                 soft = min(t + _SOFT_CHUNK_NS, deadline)
-                code = _rrt_chunk(F, I, BF, BI, nodes, parents, radii, size, istate, rng, slo, shi, cont,
-                                  fpar, ipar, wgr_arr, soft, hard, flag)
+                code = _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng,
+                                  slo, shi, cont, fpar, ipar, wgr_arr, soft, hard, flag)
                 if code == _SUCCESS:
                     reason = "success"
                     break
@@ -1234,6 +1255,10 @@ class BiRRT:
                 if code == _NEED_GROW:
                     cap *= 2
                     nodes2 = np.empty((2, cap, n))
+                    nodesT2 = np.empty((2, n * cap))
+                    nodesT2.reshape(2, n, cap)[:, :, : nodes.shape[1]] = nodesT.reshape(
+                        2, n, nodes.shape[1])
+                    nodesT = nodesT2
                     parents2 = np.full((2, cap), -1, dtype=np.int64)
                     nodes2[:, : nodes.shape[1]] = nodes
                     parents2[:, : parents.shape[1]] = parents
