@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import operator
 
-from llvmlite import ir
+from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, models, register_model

@@ -263,7 +263,7 @@ def _fk(BF, BI, W):  # type: ignore[no-untyped-def]
     """Frame poses of the 8 configurations in ``W`` into ``W``'s frame section. Returns True
     (a value for ``call_or``)."""
     nf = BI[H_NF]
-    o_fr, o_sc, o_lc, o_sin, o_end = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+    o_fr, _, _, o_sin, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
     o_fpar, o_fq, o_ftype = BI[H_FPAR], BI[H_FQ], BI[H_FTYPE]
     o_c, o_fs, o_fo = BI[H_C], BI[H_FSCALE], BI[H_FOFF]
     zero = splat(0.0)
@@ -333,7 +333,7 @@ def _pose_link_spheres(BF, BI, W, RI, l):  # type: ignore[no-untyped-def]
     True."""
     if RI[l] == 0:
         RI[l] = 1
-        o_fr, o_sc, o_lc, o_sin, o_end = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+        o_fr, o_sc, _, _, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
         o_ls, o_scen = BI[H_LSTART], BI[H_SCEN]
         # the link's frame pose in registers: the stores below might alias it as far as the
         # compiler knows, which would reload it for every sphere
@@ -394,7 +394,7 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
     collision. With ``any_hit`` the block stops at the first collision in any lane and returns
     0 (for edges, where one collision decides)."""
     n, L, Wn, P, nl = BI[H_N], BI[H_L], BI[H_W], BI[H_P], BI[H_NL]
-    o_fr, o_sc, o_lc, o_sin, o_end = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+    o_fr, o_sc, o_lc, _, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
     start = alive
     for j in range(n):
         alive &= vabs(load(W, j * K)) <= 1.7976931348623157e308

@@ -204,7 +204,8 @@ class CollisionChecker:
         objs = world if type(world) is list else (list(world) if world is not None else [])
         scene = self._scene  # one snapshot: its objects and version are its own
         # (list equality is identity here: WorldObject compares by identity)
-        if scene is not None and objs == scene.objs and scene.version == self.robot.geometry_version:
+        if (scene is not None and objs == scene.objs
+                and scene.version == self.robot.geometry_version):
             return scene
         with self._lock:
             return self._rebuild(list(objs), tuple(map(id, objs)))

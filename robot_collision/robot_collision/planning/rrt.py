@@ -58,10 +58,9 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-from ..collision.checker import CollisionChecker, SkipRule
-from ..collision import block_kernels as _bk
-from ..jitcall import inline_call_or as _inline_call_or
 from .. import simd as _simd
+from ..collision import block_kernels as _bk
+from ..collision.checker import CollisionChecker, SkipRule
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
 from ..errors import (
     ConfigurationError,
@@ -75,6 +74,7 @@ from ..errors import (
     UnknownNameError,
 )
 from ..geometry.shapes import WorldObject
+from ..jitcall import inline_call_or as _inline_call_or
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
 from .ik import (
@@ -1086,7 +1086,8 @@ class BiRRT:
         size = np.ones(2, dtype=np.int64)
         ipar = np.zeros(10, dtype=np.int64)  # max_iterations = 0: returns at once
         _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, 8 * n)), np.full((2, 8), -1, dtype=np.int64),
-                   np.full((2, 8), _NO_RADIUS), size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
+                   np.full((2, 8), _NO_RADIUS), size, np.zeros(_NSTATE, dtype=np.int64), rng, slo,
+                   shi, cont,
                    np.ones(8), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
         _goal_samples(F, I, np.zeros(44), 1, slo, shi, cont, True, 0, 1, 1e-5, 1e-4, rng,
                       np.empty(n))
@@ -1232,8 +1233,9 @@ class BiRRT:
             goals.append(q_goal)
 
         # ---- tree storage
-        max_add, cap, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
-        nodes, nodesT, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont, goal_tries)
+        _, cap, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
+        nodes, nodesT, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont,
+                                                                 goal_tries)
         retries = 0
         next_progress = t_start + _PROGRESS_NS
         reason = ""
@@ -1378,7 +1380,8 @@ class BiRRT:
                 P[i] = P[i - 1] + joint_difference(P[i - 1], P[i], cont)
         buf = np.empty((len(P) + 2 * int(iterations) + 2, P.shape[1]))
         buf[: len(P)] = P
-        k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont, self.options.validation_distance,
+        k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont,
+                      self.options.validation_distance,
                       self._check_self, state)
         return buf[:k].copy()
 

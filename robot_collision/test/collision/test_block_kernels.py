@@ -63,7 +63,8 @@ ODD_URDF = """<?xml version="1.0"?>
 
 def _odd_world() -> list[WorldObject]:
     return [
-        WorldObject(Box(0.3, 0.2, 0.4), make_pose(rot_z(0.4) @ rot_x(0.3), [0.5, 0.2, 0.4]), "box"),
+        WorldObject(Box(0.3, 0.2, 0.4), make_pose(rot_z(0.4) @ rot_x(0.3), [0.5, 0.2, 0.4]),
+                    "box"),
         WorldObject(Capsule(0.05, 0.5), make_pose(rot_y(1.1), [0.1, -0.4, 0.5]), "pole"),
         WorldObject(Sphere(0.12), make_pose(np.eye(3), [-0.3, 0.3, 0.6]), "ball"),
     ]
@@ -110,7 +111,8 @@ def test_odd_joints_agree_with_scalar_and_oracle(odd_robot: RobotModel, pad: flo
     checker = CollisionChecker(odd_robot, padding=pad)
     world = _odd_world()
     Q = np.array([odd_robot.random_configuration(rng) for _ in range(203)])  # 25 blocks + 3
-    Q[:, odd_robot.joint_names.index("j5")] += rng.choice([0.0, 40.0, -1e5], size=len(Q))  # continuous joint: far turns
+    # the continuous joint far from zero (the vector sine/cosine hands |x| > 1e4 to np.sin)
+    Q[:, odd_robot.joint_names.index("j5")] += rng.choice([0.0, 40.0, -1e5], size=len(Q))
     got = _blocked(checker, Q, world)
     np.testing.assert_array_equal(got, _scalar(checker, Q, world))
     oracle = np.array([_oracle_valid(checker, q, world, pad) for q in Q])
@@ -199,7 +201,7 @@ def test_strided_edges_agree_with_dense_sequential_checks(odd_robot: RobotModel,
     assert sc.block is not None
     W, RI = bk.block_workspace(sc.block.BI)
     outcomes = set()
-    for steps in list(range(1, 20)) + [31, 32, 33, 64, 65, 100]:
+    for steps in [*range(1, 20), 31, 32, 33, 64, 65, 100]:
         for _ in range(4):
             a, b = odd_robot.random_configuration(rng), odd_robot.random_configuration(rng)
             d = 0.3 * (b - a)

@@ -148,7 +148,7 @@ def _small_trees(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     orig = BiRRT._run_parameters
 
     def small(self, region, ee):  # type: ignore[no-untyped-def]
-        max_add, cap, fpar, ipar = orig(self, region, ee)
+        max_add, _, fpar, ipar = orig(self, region, ee)
         return max_add, 8, fpar, ipar
 
     monkeypatch.setattr(BiRRT, "_run_parameters", small)
