@@ -817,6 +817,29 @@ def _config_status(q, lower, upper):  # type: ignore[no-untyped-def]
     return 0
 
 
+@njit(cache=True, boundscheck=False, nogil=True)
+def _ends_status(q_start, q_goal, lower, upper, F, I, BF, BI, check_self):  # type: ignore[no-untyped-def]
+    """0 when both ends are finite, within the joint limits (then clipped into them in place)
+    and collision-free; else which check failed first, in the order the detailed Python checks
+    run (1 start limits, 2 start collision, 3 goal limits, 4 goal collision)."""
+    if _config_status(q_start, lower, upper) != 0:
+        return 1
+    if not _end_free(q_start, F, I, BF, BI, check_self):
+        return 2
+    if _config_status(q_goal, lower, upper) != 0:
+        return 3
+    if not _end_free(q_goal, F, I, BF, BI, check_self):
+        return 4
+    return 0
+
+
+@njit(cache=True, boundscheck=False)
+def _end_free(q, F, I, BF, BI, check_self):  # type: ignore[no-untyped-def]
+    if BI.shape[0] > 0:
+        return _bk.single_valid_blocked(q, BF, BI, check_self) == 1
+    return packed_valid(q, F, I, check_self) == 1
+
+
 @njit(cache=True, boundscheck=False)
 def _new_trees(cap, q_start, q_goal, cont, goal_tries):  # type: ignore[no-untyped-def]
     """Tree storage (nodes, parents, radii, size, istate) with the start and goal roots
@@ -1137,6 +1160,36 @@ class BiRRT:
             )
         return np.clip(arr, r.lower, r.upper)
 
+    def _checked_ends(self, start: ArrayLike, goal: Union[ArrayLike, WorkspaceGoalRegion]
+                      ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]:
+        """Start and goal configurations (None for a goal region) validated and clipped into
+        the limits; raises the planner's errors for bad or colliding ends. Both configurations
+        in one compiled call when they are fine (the usual case), else the detailed checks."""
+        region = isinstance(goal, WorkspaceGoalRegion)
+        if not region:
+            n = self.robot.num_joints
+            try:
+                a = np.array(start, dtype=float)
+                b = np.array(goal, dtype=float)
+            except (TypeError, ValueError):
+                a = b = np.zeros(0)
+            if a.shape == (n,) and b.shape == (n,):
+                F, I, BF, BI = self._packed_all()
+                if _ends_status(a, b, self.robot.lower, self.robot.upper, F, I, BF, BI,
+                                self._check_self) == 0:
+                    return a, b
+        q_start = self._validate_config(start, "start")
+        msg = self._collision_message(q_start, "start")
+        if msg:
+            raise StartInCollisionError(msg)
+        if region:
+            return q_start, None
+        q_goal = self._validate_config(goal, "goal")
+        msg = self._collision_message(q_goal, "goal")
+        if msg:
+            raise GoalInCollisionError(msg)
+        return q_start, q_goal
+
     def _collision_message(self, q: NDArray[np.float64], what: str) -> Optional[str]:
         ignore_self = self.options.ignore_self_collision
         F, I, BF, BI = self._packed_all()
@@ -1178,10 +1231,7 @@ class BiRRT:
         if time_limit is not None and not (time_limit > 0):
             raise ConfigurationError("time_limit must be a positive number of seconds or None")
         deadline = (t_start + int(time_limit * 1e9)) if time_limit is not None else 2**62
-        q_start = self._validate_config(start, "start")
-        msg = self._collision_message(q_start, "start")
-        if msg:
-            raise StartInCollisionError(msg)
+        q_start, q_goal = self._checked_ends(start, goal)
         rng, seed = new_rng_state(o.seed)
         F, I, BF, BI = self._packed_all()
         n = self.robot.num_joints
@@ -1226,10 +1276,7 @@ class BiRRT:
                     self._stats(0, 1, 0, t_start, "goal_unreachable", 0, goal_tries, seed))
             goals.append(qg)
         else:
-            q_goal = self._validate_config(goal, "goal")
-            msg = self._collision_message(q_goal, "goal")
-            if msg:
-                raise GoalInCollisionError(msg)
+            assert q_goal is not None
             goals.append(q_goal)
 
         # ---- tree storage
