@@ -10,9 +10,11 @@ link's spheres are posed and tested only when its bounding sphere is near an obj
 box (world) or the other link's bounding sphere (self) in some live lane.
 
 Supported scenes (:func:`block_scene` returns None otherwise and callers use the scalar kernels):
-robot geometry made only of spheres, world objects that are spheres, capsules or boxes, joint
-axes of unit length, and sphere radius plus padding positive for every box it is tested against
-(the scalar kernel hands that case to GJK/EPA).
+robot geometry made only of spheres, world objects that are spheres, capsules, boxes or point
+clouds, joint axes of unit length, and sphere radius plus padding positive for every box or
+cloud it is tested against (the scalar kernel hands boxes in that case to GJK/EPA). Point clouds
+are culled per block like the other objects, then queried lane by lane through their index
+(:mod:`robot_collision.geometry.cloud_index`), whose data are copied into the block scene.
 
 Layout: :func:`block_scene` flattens a scene into ``(BF float64, BI int64)``; ``BI`` starts with
 the header below, all poses are rigid 3x4 row-major blocks. Frames are the robot's moving joint
@@ -32,7 +34,10 @@ import numpy as np
 from numba import njit, prange
 from numpy.typing import NDArray
 
+from ..geometry.cloud_index import cloud_sphere_exact, cloud_sphere_maybe
+from ..geometry.point_cloud import POINT_CLOUD
 from ..geometry.shapes import BOX, CAPSULE, SPHERE
+from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicArrays
 from ..simd import LANES, load, select, splat, store, vabs, vfloor, vmax, vsqrt
@@ -58,13 +63,14 @@ _OPTS = dict(cache=True, fastmath=FM, boundscheck=False, error_model="numpy")
 
 # ---- BI header: counts, then offsets (into BI for int sections, into BF for float sections)
 H_N, H_NF, H_S, H_L, H_W, H_P, H_NL = 0, 1, 2, 3, 4, 5, 6
-# int sections
-H_FPAR, H_FQ, H_FTYPE, H_SFRAME, H_LFRAME, H_LSTART, H_ORDER, H_OKIND, H_PA, H_PB = range(7, 17)
-# float sections
-H_C, H_FSCALE, H_FOFF, H_SCEN, H_SRAD, H_LCEN, H_LRAD, H_OBJ, H_WPAD, H_PPAD, H_IOTA = range(
-    17, 28
-)
-_HEADER = 28
+# int sections (H_CI: the point-cloud indexes' int arrays, WorldArrays.cloud_i; H_OCLOUD: per
+# object the offsets of its cloud index in the cloud sections, -1 for other kinds)
+(H_FPAR, H_FQ, H_FTYPE, H_SFRAME, H_LFRAME, H_LSTART, H_ORDER, H_OKIND, H_PA, H_PB, H_OCLOUD,
+ H_CI) = range(7, 19)
+# float sections (H_CF: the point-cloud indexes' float arrays, WorldArrays.cloud_f)
+(H_C, H_FSCALE, H_FOFF, H_SCEN, H_SRAD, H_LCEN, H_LRAD, H_OBJ, H_WPAD, H_PPAD, H_IOTA,
+ H_CF) = range(19, 31)
+_HEADER = 31
 # object record (float64 x OBJ_REC): centre (3), rotation R row-major (9), params (3), then the
 # enclosing box: centre (3), half extents (3) (its rotation is R), then the distance from the base
 # origin to the enclosing box and the radius of the box's circumscribed sphere (culling)
@@ -103,7 +109,7 @@ def block_scene(
     if S == 0 or np.any(rs.kind != SPHERE):
         return None
     W = len(ws.kind)
-    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX))):
+    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, POINT_CLOUD))):
         return None
     parent, jtype, origin, axis = (np.asarray(a) for a in (kin.parent, kin.jtype, kin.origin,
                                                            kin.axis))
@@ -158,21 +164,19 @@ def block_scene(
         obj[o, 22] = np.linalg.norm(ws.box[12:15, o])
         if not np.allclose(ws.box[0:9, o], R.reshape(9)):
             return None
-        if ws.kind[o] == BOX:
-            links = rs.link
-            if np.any(srad + pr.world_pad[links, o] <= 0.0):
-                return None  # the scalar kernel hands this to GJK/EPA
+        if ws.kind[o] in (BOX, POINT_CLOUD) and np.any(srad + pr.world_pad[rs.link, o] <= 0.0):
+            return None  # boxes: the scalar kernel hands this to GJK/EPA
     wpad = np.ascontiguousarray(pr.world_pad, dtype=float).reshape(L * W)
     P = len(pr.self_a)
     ints = [
         np.asarray(fpar), np.asarray(fq), np.asarray(ftype), sframe, frame_of,
         np.asarray(rs.link_start), order, np.asarray(ws.kind), np.asarray(pr.self_a),
-        np.asarray(pr.self_b),
+        np.asarray(pr.self_b), np.asarray(ws.cloud).reshape(W * 2), np.asarray(ws.cloud_i),
     ]
     floats = [
         np.asarray(C).reshape(nf * 12), np.asarray(fscale), np.asarray(foff),
         scen.reshape(S * 3), srad, lcen.reshape(L * 3), lrad, obj.reshape(W * OBJ_REC), wpad,
-        np.asarray(pr.self_pad, dtype=float), np.arange(K, dtype=float),
+        np.asarray(pr.self_pad, dtype=float), np.arange(K, dtype=float), np.asarray(ws.cloud_f),
     ]
     head = np.zeros(_HEADER, dtype=np.int64)
     head[[H_N, H_NF, H_S, H_L, H_W, H_P, H_NL]] = n, nf, S, L, W, P, len(order)
@@ -355,6 +359,46 @@ def _pose_link_spheres(BF, BI, W, RI, l):  # type: ignore[no-untyped-def]
 
 
 @njit(**_OPTS)
+def _cloud_lane_hits(BF, BI, W, l, k, ob, oc, pad):  # type: ignore[no-untyped-def]
+    """Whether link ``l``'s spheres (posed) in lane ``k`` come closer than ``pad`` (m) to the
+    point cloud whose object record starts at ``BF[ob]`` and whose index offsets are
+    ``BI[oc:oc + 2]`` (see :mod:`robot_collision.geometry.cloud_index`): the link's bounding
+    sphere in constant time first, then each sphere (constant time, else a walk of the index)."""
+    fo = BI[H_CF] + BI[oc]
+    io = BI[H_CI] + BI[oc + 1]
+    t0, t1, t2 = BF[ob], BF[ob + 1], BF[ob + 2]
+    r00, r01, r02 = BF[ob + 3], BF[ob + 4], BF[ob + 5]
+    r10, r11, r12 = BF[ob + 6], BF[ob + 7], BF[ob + 8]
+    r20, r21, r22 = BF[ob + 9], BF[ob + 10], BF[ob + 11]
+    _, o_sc, o_lc, _, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+    c = o_lc + l * 3 * K + k
+    dx = W[c] - t0
+    dy = W[c + K] - t1
+    dz = W[c + 2 * K] - t2
+    hit = _inline_call_or(cloud_sphere_maybe, -1, BF, BI, fo, io, r00 * dx + r10 * dy + r20 * dz,
+                          r01 * dx + r11 * dy + r21 * dz, r02 * dx + r12 * dy + r22 * dz,
+                          BF[BI[H_LRAD] + l] + pad) != 0
+    if hit:
+        hit = False
+        for s in range(BI[BI[H_LSTART] + l], BI[BI[H_LSTART] + l + 1]):
+            c = o_sc + s * 3 * K + k
+            dx = W[c] - t0
+            dy = W[c + K] - t1
+            dz = W[c + 2 * K] - t2
+            x = r00 * dx + r10 * dy + r20 * dz
+            y = r01 * dx + r11 * dy + r21 * dz
+            z = r02 * dx + r12 * dy + r22 * dz
+            r = BF[BI[H_SRAD] + s] + pad
+            m = _inline_call_or(cloud_sphere_maybe, -1, BF, BI, fo, io, x, y, z, r)
+            if m == 1 or (m < 0 and _call_or(cloud_sphere_exact, True, BF, BI, fo, io, x, y, z,
+                                             r)):
+                hit = True
+                break
+    held = BF.shape[0] + BI.shape[0] + W.shape[0]
+    return hit and held >= 0
+
+
+@njit(**_OPTS)
 def _sphere_object_hits(BF, W, sc, rad, o_obj, kind, alive):  # type: ignore[no-untyped-def]
     """Lanes (of ``alive``) where the spheres at ``W[sc:sc + 24]`` (radius ``rad`` incl.
     padding) overlap the object whose record starts at ``BF[o_obj]``."""
@@ -454,6 +498,20 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
                     continue
                 ok = ok and _inline_call_or(_pose_link_spheres, False, BF, BI, W, RI, l)
                 kind = BI[o_okind + o]
+                if kind == POINT_CLOUD:
+                    # lane by lane through the cloud's index (a failed query counts as a hit)
+                    cand = alive & (gap2 < rr * rr)
+                    for k in range(K):
+                        if (cand >> k) & 1 and _call_or(_cloud_lane_hits, True, BF, BI, W, l, k,
+                                                        ob, BI[H_OCLOUD] + 2 * o, pad):
+                            alive &= ~(1 << k)
+                            if any_hit:
+                                break
+                    if not ok or (any_hit and alive != start):
+                        alive = 0
+                    if alive == 0:
+                        break
+                    continue
                 for s in range(BI[o_ls + l], BI[o_ls + l + 1]):
                     alive &= ~_inline_call_or(_sphere_object_hits, -1, BF, W,
                                               o_sc + s * 3 * K, BF[o_srad + s] + pad, ob, kind,

@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 from numba import njit
 
-from robot_collision import Box, Capsule, CollisionChecker, Mesh, RobotModel, Sphere, WorldObject
+from robot_collision import (
+    Box,
+    Capsule,
+    CollisionChecker,
+    Mesh,
+    PointCloud,
+    RobotModel,
+    Sphere,
+    WorldObject,
+)
 from robot_collision.collision import block_kernels as bk
 from robot_collision.collision.kernels import motion_valid, packed_valid_serial
 from robot_collision.geometry.transforms import make_pose, rot_x, rot_y, rot_z
@@ -157,6 +166,65 @@ def test_panda_near_contact(panda: RobotModel, cage_world: list, rng: np.random.
     np.testing.assert_array_equal(got, _scalar(checker, Qa, cage_world))
     flips = np.count_nonzero(np.diff(got.astype(int)))
     assert flips > 4  # contact boundaries crossed inside blocks
+
+
+def _cloud_world(rng: np.random.Generator) -> list[WorldObject]:
+    """A wall and a lumpy patch of points (1-2 cm apart) around the Panda's workspace."""
+    u, v = np.meshgrid(np.linspace(-0.5, 0.5, 40), np.linspace(0.0, 0.9, 36))
+    wall = np.stack([np.full(u.size, 0.55), u.ravel(), v.ravel()], axis=1)
+    patch = rng.normal(size=(600, 3)) * [0.12, 0.12, 0.05] + [0.0, 0.45, 0.45]
+    return [
+        WorldObject(PointCloud(wall, 0.005), make_pose(rot_z(0.3), [0.05, 0.0, 0.0]), "wall"),
+        WorldObject(PointCloud(patch), make_pose(rot_x(0.2), [0.0, 0.0, 0.1]), "patch"),
+        WorldObject(Box(0.2, 0.2, 0.2), make_pose(np.eye(3), [-0.4, -0.3, 0.5]), "box"),
+    ]
+
+
+def _cloud_oracle_valid(checker: CollisionChecker, q: np.ndarray, world: list[WorldObject],
+                        pad: float) -> bool:
+    """Brute force: every sphere against every point (and the box via the sphere oracle)."""
+    T = checker.robot.link_transforms(q)
+    for obj in world:
+        if not isinstance(obj.shape, PointCloud):
+            continue
+        P = obj.shape.points @ obj.pose[:3, :3].T + obj.pose[:3, 3]
+        for name in checker.robot.link_names:
+            for s, pose in checker.robot.collision_geometry(name):
+                c = (T[name] @ pose)[:3, 3]
+                if np.min(np.linalg.norm(P - c, axis=1)) - s.radius - obj.shape.radius < pad:
+                    return False
+    rest = [o for o in world if not isinstance(o.shape, PointCloud)]
+    return _oracle_valid(checker, q, rest, pad)
+
+
+@pytest.mark.mbm
+@pytest.mark.parametrize("pad", [0.0, 0.015])
+def test_point_clouds_agree_with_scalar_and_brute_force(panda: RobotModel, pad: float,
+                                                        rng: np.random.Generator) -> None:
+    world = _cloud_world(rng)
+    checker = CollisionChecker(panda, padding=pad)
+    assert checker._prepare(world).block is not None
+    Q = [np.array([panda.random_configuration(rng) for _ in range(61)])]
+    for _ in range(4):  # segments entering the clouds: lanes near contact
+        a, b = panda.random_configuration(rng), panda.random_configuration(rng)
+        Q.append(np.linspace(a, b, 40))
+    Qa = np.concatenate(Q)
+    got = _blocked(checker, Qa, world)
+    np.testing.assert_array_equal(got, _scalar(checker, Qa, world))
+    for q, ok in zip(Qa[::4], got[::4]):
+        assert ok == _cloud_oracle_valid(checker, q, world, pad)
+    assert 0 < got.sum() < len(got)
+    # edges: strided blocked order against dense scalar checks
+    sc = checker._prepare(world)
+    assert sc.block is not None
+    W, RI = bk.block_workspace(sc.block.BI)
+    for _ in range(10):
+        a = Qa[rng.integers(len(Qa))]
+        d = 0.3 * (panda.random_configuration(rng) - a)
+        dense = a + d * (np.arange(1, 21) / 20)[:, None]
+        expected = bool(_scalar(checker, dense, world).all())
+        r = bk.edge_valid_blocked(a, d, 20, 1, sc.block.BF, sc.block.BI, W, RI, True)
+        assert (r > 0) == expected
 
 
 def test_nan_lanes_collide_and_leave_the_others_alone(odd_robot: RobotModel,
