@@ -56,9 +56,10 @@ __all__ = [
 ]
 
 K = LANES
-# fast-math without "no NaNs / no infinities": NaN lanes must compare false, and the finiteness
-# test of the configurations must survive
-FM = {"contract", "arcp", "nsz", "afn", "reassoc"}
+# fast-math without "no NaNs / no infinities" (NaN lanes must compare false, and the finiteness
+# test of the configurations must survive) and without "reassoc" (the planner's seeded runs are
+# reproducible bit for bit; see planning.ik.FASTMATH)
+FM = {"contract", "arcp", "nsz", "afn"}
 _OPTS = dict(cache=True, fastmath=FM, boundscheck=False, error_model="numpy")
 
 # ---- BI header: counts, then offsets (into BI for int sections, into BF for float sections)

@@ -128,8 +128,6 @@ _DD_MAX_REJECTS = 1000
 _NO_REGION = np.zeros(44)
 # lane numbers 0..7 (read only)
 _IOTA = np.arange(8, dtype=np.float64)
-# the nearest-neighbour scan may not assume finite values (a NaN distance must not win)
-_NN_FASTMATH = {"contract", "arcp", "nsz", "afn", "reassoc"}
 
 
 # ------------------------------------------------------------------------------------------
@@ -279,7 +277,7 @@ def _diff_into(a, b, cont, has_cont, out):  # type: ignore[no-untyped-def]
     return np.sqrt(s)
 
 
-@njit(cache=True, fastmath=_NN_FASTMATH, boundscheck=False, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
 def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
     """Index of the node nearest to ``q`` among the first ``m`` of a tree stored joint-major in
     ``treeT`` (n * cap,): joint j of node i at ``j * cap + i``, cap a multiple of 8. Eight
