@@ -74,6 +74,7 @@ from ..errors import (
     UnknownNameError,
 )
 from ..geometry.shapes import WorldObject
+from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
@@ -309,14 +310,21 @@ def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
     return bi
 
 
-@njit(cache=True, fastmath=FASTMATH, boundscheck=False)
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
 def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag):  # type: ignore[no-untyped-def]
     """:func:`_edge_free` with the 8-configuration kernel, in VAMP's strided order: pass j
-    checks k = steps - j - lane * m (m passes), so the first pass samples the whole edge."""
+    checks k = steps - j - lane * m (m passes), so the first pass samples the whole edge.
+
+    Called once per edge from the planner's loop (through ``call_or``: a failure counts as a
+    collision). It has a single exit and calls its helpers through ``inline_call_or`` (see
+    :mod:`robot_collision.jitcall`), so that numba drops the reference counting of its arrays;
+    the scene reaches it as the two block-scene arrays, not as the scalar kernels' tuples of ~30
+    arrays, each of which a call increfs and decrefs (~0.7 us per edge, measured)."""
     n = q0.shape[0]
     K = _bk.LANES
     m = (steps + K - 1) // K
     inv = 1.0 / steps
+    r = 1
     for j in range(m):
         want = 0
         for lane in range(K):
@@ -328,20 +336,22 @@ def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline
                 W[c * K + lane] = q0[c] + d[c] * t
         istate[_I_CHECKS] += _bk._popcount(want)
         if _inline_call_or(_bk.block_valid, 0, BF, BI, W, RI, want, check_self, True) != want:
-            return 0
-        if flag[0] != 0 or ((j & 7) == 7 and now_ns() > deadline):
-            return -1
-    return 1
+            r = 0
+            break
+        if flag[0] != 0 or ((j & 7) == 7 and _inline_call_or(now_ns, 0) > deadline):
+            r = -1
+            break
+    held = (q0.shape[0] + d.shape[0] + BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
+            + istate.shape[0] + flag.shape[0])
+    return r if held >= 0 else 0
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
 def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs, ws, pr,  # type: ignore[no-untyped-def]
-               check_self, T, SP, ready, buf, istate, deadline, flag, BF, BI, W, RI):
+               check_self, T, SP, ready, buf, istate, deadline, flag):
     """Check ``q0 + d * k / steps`` for k = steps, then the other k >= 1 coarse-to-fine
-    (with the blocked kernel when the scene has one, ``BI`` not empty: strided order).
-    Returns 1 (free), 0 (collision) or -1 (``deadline`` in ns passed or ``flag[0]`` set)."""
-    if BI.shape[0] > 0:
-        return _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag)
+    Returns 1 (free), 0 (collision) or -1 (``deadline`` in ns passed or ``flag[0]`` set).
+    (Scenes with a block scene use :func:`_edge_free_blocked` instead.)"""
     n = q0.shape[0]
     k = steps
     stride = 1
@@ -433,6 +443,7 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
     W, RI = _block_workspace(BI)
+    use_block = BI.shape[0] > 0
     q = np.empty(n)
     qr = np.empty(n)
     qnew = np.empty(n)
@@ -473,9 +484,13 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
             # direct start -> goal edge (first goal root)
             dist = _diff_into(nodes[0, 0], nodes[1, 0], cont, has_cont, d)
             steps = max(1, int(np.ceil(dist / vd)))
-            r = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin, axis, qidx, scale,
-                           offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                           hard_deadline, flag, BF, BI, W, RI)
+            if use_block:
+                r = _call_or(_edge_free_blocked, 0, nodes[0, 0], d, steps, BF, BI, W, RI,
+                               check_self, istate, hard_deadline, flag)
+            else:
+                r = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin, axis, qidx,
+                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                               istate, hard_deadline, flag)
             if r == 1:
                 istate[_I_CONN0] = 0
                 istate[_I_CONN1] = 0
@@ -540,9 +555,13 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
             for j in range(n):
                 qnew[j] = nodes[a, near, j] + d[j]
             steps = max(1, int(np.ceil(dist / vd)))
-            r = _edge_free(nodes[a, near], d, steps, q, parent, jtype, origin, axis, qidx,
-                           scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                           hard_deadline, flag, BF, BI, W, RI)
+            if use_block:
+                r = _call_or(_edge_free_blocked, 0, nodes[a, near], d, steps, BF, BI, W, RI,
+                               check_self, istate, hard_deadline, flag)
+            else:
+                r = _edge_free(nodes[a, near], d, steps, q, parent, jtype, origin, axis, qidx,
+                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                               istate, hard_deadline, flag)
             if r == 1:
                 added = _add_node(nodes, nodesT, parents, radii, size, a, qnew, near, cont)
                 if dynamic_domain and rnear < _NO_RADIUS:
@@ -566,9 +585,13 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                         dist += d[j] * d[j]
                     dist = np.sqrt(dist)
                 steps = max(1, int(np.ceil(dist / vd)))
-                r = _edge_free(nodes[b, cur], d, steps, q, parent, jtype, origin, axis, qidx,
-                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                               hard_deadline, flag, BF, BI, W, RI)
+                if use_block:
+                    r = _call_or(_edge_free_blocked, 0, nodes[b, cur], d, steps, BF, BI, W, RI,
+                                   check_self, istate, hard_deadline, flag)
+                else:
+                    r = _edge_free(nodes[b, cur], d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, hard_deadline, flag)
                 if r == -1:
                     status = -1
                     break
@@ -665,6 +688,7 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
     W, RI = _block_workspace(BI)
+    use_block = BI.shape[0] > 0
     has_cont = False
     for j in range(n):
         if cont[j]:
@@ -723,9 +747,13 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
         # of 2 pi on continuous joints so that the path stays unwrapped
         for j in range(n):
             shift[j] = (pa[j] + d[j]) - pb[j] if cont[j] else 0.0
-        ok = _edge_free(pa, d, max(1, int(np.ceil(dab / vd))), q, parent, jtype, origin, axis,
-                        qidx, scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                        never, flag, BF, BI, W, RI) == 1
+        steps = max(1, int(np.ceil(dab / vd)))
+        if use_block:
+            ok = _call_or(_edge_free_blocked, 0, pa, d, steps, BF, BI, W, RI, check_self, istate,
+                          never, flag) == 1
+        else:
+            ok = _edge_free(pa, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs,
+                            ws, pr, check_self, T, SP, ready, buf, istate, never, flag) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -734,9 +762,13 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
             s = np.sqrt(s)
             steps = max(1, int(np.ceil(s / vd)))
             if s > 1e-12 and steps != m_i:  # (steps == m_i: the grid points already checked)
-                ok = _edge_free(path[i], d, steps, q, parent, jtype, origin, axis, qidx, scale,
-                                offset, rs, ws, pr, check_self, T, SP, ready, buf, istate, never,
-                                flag, BF, BI, W, RI) == 1
+                if use_block:
+                    ok = _call_or(_edge_free_blocked, 0, path[i], d, steps, BF, BI, W, RI,
+                                   check_self, istate, never, flag) == 1
+                else:
+                    ok = _edge_free(path[i], d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, never, flag) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -745,9 +777,13 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
             s = np.sqrt(s)
             steps = max(1, int(np.ceil(s / vd)))
             if s > 1e-12 and steps != steps_j - m_j:
-                ok = _edge_free(pb, d, steps, q, parent, jtype, origin, axis, qidx, scale,
-                                offset, rs, ws, pr, check_self, T, SP, ready, buf, istate, never,
-                                flag, BF, BI, W, RI) == 1
+                if use_block:
+                    ok = _call_or(_edge_free_blocked, 0, pb, d, steps, BF, BI, W, RI,
+                                   check_self, istate, never, flag) == 1
+                else:
+                    ok = _edge_free(pb, d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, never, flag) == 1
         if not ok:
             continue
         # splice: path[:i+1], pa, pb, path[jj+1:k] (+ shift)
