@@ -76,6 +76,7 @@ from ..errors import (
 from ..geometry.shapes import WorldObject
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
+from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
 from .ik import (
@@ -347,33 +348,69 @@ def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
+def _fk_ok(q, parent, jtype, origin, axis, qidx, scale, offset, T):  # type: ignore[no-untyped-def]
+    """:func:`fk_into` returning True (a value for ``call_or``)."""
+    _nothrow(fk_into, q, parent, jtype, origin, axis, qidx, scale, offset, T)
+    return True
+
+
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False)
 def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs, ws, pr,  # type: ignore[no-untyped-def]
                check_self, T, SP, ready, buf, istate, deadline, flag):
     """Check ``q0 + d * k / steps`` for k = steps, then the other k >= 1 coarse-to-fine
     Returns 1 (free), 0 (collision) or -1 (``deadline`` in ns passed or ``flag[0]`` set).
-    (Scenes with a block scene use :func:`_edge_free_blocked` instead.)"""
+    (Scenes with a block scene use :func:`_edge_free_blocked` instead.)
+
+    Called once per edge with the scene's ~30 arrays: a single exit, helpers through
+    ``call_or`` (a failure counts as a collision) and a final use of every array in one block
+    let numba drop their reference counting (~0.7 us per call otherwise; see
+    :mod:`robot_collision.jitcall`)."""
     n = q0.shape[0]
     k = steps
     stride = 1
     while stride < steps:
         stride *= 2
     half = stride  # the first pass visits only k = steps
+    r = 1
     while True:
         t = k / steps
         for j in range(n):
             q[j] = q0[j] + d[j] * t
-        fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, T)
         istate[_I_CHECKS] += 1
-        if not _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
-            return 0
-        if (istate[_I_CHECKS] & 3) == 0 and (flag[0] != 0 or now_ns() > deadline):
-            return -1
+        if not (_inline_call_or(_fk_ok, False, q, parent, jtype, origin, axis, qidx, scale,
+                                offset, T)
+                and _call_or(_valid_at, False, T, rs, ws, pr, SP, ready, check_self, buf)):
+            r = 0
+            break
+        if (istate[_I_CHECKS] & 3) == 0 and (flag[0] != 0
+                                             or _inline_call_or(now_ns, 0) > deadline):
+            r = -1
+            break
         k += 2 * half
+        last = False
         while k >= steps:
             if half <= 1:
-                return 1
+                last = True
+                break
             half //= 2
             k = half
+        if last:
+            break
+    held = (
+        q0.shape[0] + d.shape[0] + q.shape[0] + parent.shape[0] + jtype.shape[0]
+        + origin.shape[0] + axis.shape[0] + qidx.shape[0] + scale.shape[0] + offset.shape[0]
+        + T.shape[0] + SP.shape[0] + ready.shape[0] + buf.shape[0] + istate.shape[0]
+        + flag.shape[0]
+        + rs.link.shape[0] + rs.kind.shape[0] + rs.params.shape[0] + rs.local.shape[0]
+        + rs.vstart.shape[0] + rs.vcount.shape[0] + rs.verts.shape[0] + rs.link_start.shape[0]
+        + rs.bound_center.shape[0] + rs.bound_radius.shape[0]
+        + ws.kind.shape[0] + ws.params.shape[0] + ws.pose.shape[0] + ws.vstart.shape[0]
+        + ws.vcount.shape[0] + ws.verts.shape[0] + ws.box.shape[0] + ws.cloud.shape[0]
+        + ws.cloud_f.shape[0] + ws.cloud_i.shape[0]
+        + pr.self_a.shape[0] + pr.self_b.shape[0] + pr.self_pad.shape[0]
+        + pr.world_pad.shape[0]
+    )
+    return r if held >= 0 else 0
 
 
 @njit(cache=True)
