@@ -1253,7 +1253,7 @@ class BiRRT:
         msg = self._collision_message(q_start, "start")
         if msg:
             raise StartInCollisionError(msg)
-        if region:
+        if isinstance(goal, WorkspaceGoalRegion):
             return q_start, None
         q_goal = self._validate_config(goal, "goal")
         msg = self._collision_message(q_goal, "goal")
