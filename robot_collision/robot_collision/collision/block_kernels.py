@@ -10,11 +10,12 @@ link's spheres are posed and tested only when its bounding sphere is near an obj
 box (world) or the other link's bounding sphere (self) in some live lane.
 
 Supported scenes (:func:`block_scene` returns None otherwise and callers use the scalar kernels):
-robot geometry made only of spheres, world objects that are spheres, capsules, boxes or point
-clouds, joint axes of unit length, and sphere radius plus padding positive for every box or
-cloud it is tested against (the scalar kernel hands boxes in that case to GJK/EPA). Point clouds
-are culled per block like the other objects, then queried lane by lane through their index
-(:mod:`robot_collision.geometry.cloud_index`), whose data are copied into the block scene.
+robot geometry made only of spheres, world objects that are spheres, capsules, boxes, cylinders
+or point clouds (not meshes), joint axes of unit length, and sphere radius plus padding positive
+for every box, cylinder or cloud it is tested against (the scalar kernel hands boxes and
+cylinders in that case to GJK/EPA). Point clouds are culled per block like the other objects,
+then queried lane by lane through their index (:mod:`robot_collision.geometry.cloud_index`),
+whose data are copied into the block scene.
 
 Layout: :func:`block_scene` flattens a scene into ``(BF float64, BI int64)``; ``BI`` starts with
 the header below, all poses are rigid 3x4 row-major blocks. Frames are the robot's moving joint
@@ -36,7 +37,7 @@ from numpy.typing import NDArray
 
 from ..geometry.cloud_index import cloud_sphere_exact, cloud_sphere_maybe
 from ..geometry.point_cloud import POINT_CLOUD
-from ..geometry.shapes import BOX, CAPSULE, SPHERE
+from ..geometry.shapes import BOX, CAPSULE, CYLINDER, SPHERE
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicArrays
@@ -110,7 +111,7 @@ def block_scene(
     if S == 0 or np.any(rs.kind != SPHERE):
         return None
     W = len(ws.kind)
-    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, POINT_CLOUD))):
+    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, CYLINDER, POINT_CLOUD))):
         return None
     parent, jtype, origin, axis = (np.asarray(a) for a in (kin.parent, kin.jtype, kin.origin,
                                                            kin.axis))
@@ -165,8 +166,9 @@ def block_scene(
         obj[o, 22] = np.linalg.norm(ws.box[12:15, o])
         if not np.allclose(ws.box[0:9, o], R.reshape(9)):
             return None
-        if ws.kind[o] in (BOX, POINT_CLOUD) and np.any(srad + pr.world_pad[rs.link, o] <= 0.0):
-            return None  # boxes: the scalar kernel hands this to GJK/EPA
+        if ws.kind[o] in (BOX, CYLINDER, POINT_CLOUD) and np.any(
+                srad + pr.world_pad[rs.link, o] <= 0.0):
+            return None  # (negative radii; the scalar kernel hands these to GJK/EPA)
     wpad = np.ascontiguousarray(pr.world_pad, dtype=float).reshape(L * W)
     P = len(pr.self_a)
     ints = [
@@ -422,6 +424,13 @@ def _sphere_object_hits(BF, W, sc, rad, o_obj, kind, alive):  # type: ignore[no-
         rr = rad + BF[o_obj + 12]
         if rr > 0.0:
             hit = (ex * ex + ey * ey + ez * ez) < rr * rr
+    elif kind == CYLINDER:  # radius, half length along local z (rad > 0, see block_scene)
+        lx = x * BF[o_obj + 3] + y * BF[o_obj + 6] + z * BF[o_obj + 9]
+        ly = x * BF[o_obj + 4] + y * BF[o_obj + 7] + z * BF[o_obj + 10]
+        lz = x * BF[o_obj + 5] + y * BF[o_obj + 8] + z * BF[o_obj + 11]
+        er = vmax(vsqrt(lx * lx + ly * ly) - BF[o_obj + 12], 0.0)
+        ez = vmax(vabs(lz) - BF[o_obj + 13], 0.0)
+        hit = (er * er + ez * ez) < rad * rad
     else:  # BOX (rad > 0, checked by block_scene)
         d2 = _box_gap2(x, y, z, 0.0, 0.0, 0.0, BF[o_obj + 3], BF[o_obj + 4], BF[o_obj + 5],
                        BF[o_obj + 6], BF[o_obj + 7], BF[o_obj + 8], BF[o_obj + 9],

@@ -13,6 +13,7 @@ from robot_collision import (
     Box,
     Capsule,
     CollisionChecker,
+    Cylinder,
     Mesh,
     PointCloud,
     RobotModel,
@@ -76,20 +77,40 @@ def _odd_world() -> list[WorldObject]:
                     "box"),
         WorldObject(Capsule(0.05, 0.5), make_pose(rot_y(1.1), [0.1, -0.4, 0.5]), "pole"),
         WorldObject(Sphere(0.12), make_pose(np.eye(3), [-0.3, 0.3, 0.6]), "ball"),
+        WorldObject(Cylinder(0.07, 0.4), make_pose(rot_x(1.2) @ rot_z(0.5), [0.2, 0.4, 0.3]),
+                    "can"),
     ]
+
+
+def _point_cylinder_signed(p: np.ndarray, obj: WorldObject) -> float:
+    """Signed distance of a point to a cylinder object (numpy, closed form)."""
+    r, h = obj.shape.params()[:2]
+    local = obj.pose[:3, :3].T @ (p - obj.pose[:3, 3])
+    rho, z = float(np.hypot(local[0], local[1])), abs(float(local[2]))
+    if rho <= r and z <= h:
+        return -min(r - rho, h - z)
+    return float(np.hypot(max(rho - r, 0.0), max(z - h, 0.0)))
 
 
 def _oracle_valid(checker: CollisionChecker, q: np.ndarray, world: list[WorldObject],
                   pad: float) -> bool:
     """Verdict from the numpy brute-force distances (sphere robots), with the checker's skip
     rules and a scalar padding."""
-    for key, d in _sphere_robot_oracle(checker.robot, q, world).items():
+    cylinders = [o for o in world if isinstance(o.shape, Cylinder)]
+    rest = [o for o in world if not isinstance(o.shape, Cylinder)]
+    for key, d in _sphere_robot_oracle(checker.robot, q, rest).items():
         if isinstance(key, frozenset):
             a, b = sorted(key)
             if not checker.is_pair_checked(a, b):
                 continue
         if d - pad < 0.0:
             return False
+    T = checker.robot.link_transforms(q)
+    for obj in cylinders:
+        for name in checker.robot.link_names:
+            for s, pose in checker.robot.collision_geometry(name):
+                if _point_cylinder_signed((T[name] @ pose)[:3, 3], obj) - s.radius - pad < 0.0:
+                    return False
     return True
 
 
@@ -137,6 +158,7 @@ def test_panda_batches_agree_at_block_boundaries(panda: RobotModel, cage_world: 
         WorldObject(Capsule(0.05, 0.4), make_pose(rot_x(0.4) @ rot_z(0.3), [0.4, 0.2, 0.5]),
                     "pole"),
         WorldObject(Sphere(0.1), make_pose(np.eye(3), [0.3, -0.3, 0.6]), "ball"),
+        WorldObject(Cylinder(0.06, 0.5), make_pose(rot_y(0.7), [-0.2, 0.4, 0.5]), "can"),
     ]
     world = cage_world + extra
     checker = CollisionChecker(panda, padding=0.01)
