@@ -26,6 +26,15 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
+from .block_kernels import (
+    BlockScene,
+    batch_valid_blocked,
+    batch_valid_blocked_parallel,
+    block_scene,
+    block_workspace,
+    edge_valid_blocked,
+    single_valid_blocked,
+)
 from .clearance import ClearanceTable, clearance_table
 from .kernels import (
     matlab_matrices,
@@ -57,6 +66,10 @@ class _Scene(NamedTuple):
     F: NDArray[np.float64]
     I: NDArray[np.int64]
     world_names: list[str]
+    # the scene for the 8-configuration kernels (None: not supported, scalar kernels only)
+    block: Optional[BlockScene]
+    objs: list[WorldObject]  # the world objects this scene was built for
+    version: int  # the robot's geometry version it was built for
 
 
 class CollisionChecker:
@@ -188,17 +201,14 @@ class CollisionChecker:
     def _prepare(self, world: Union[Sequence[WorldObject], None]) -> _Scene:
         """The compiled scene for ``world`` (cached; rebuilt when the world or geometry
         changes). Thread-safe: callers use the returned snapshot, never the attributes."""
-        objs = list(world) if world is not None else []
-        key = tuple(id(o) for o in objs)
-        scene = self._scene
-        if (
-            scene is not None
-            and key == self._world_key
-            and self._version == self.robot.geometry_version
-        ):
+        objs = world if type(world) is list else (list(world) if world is not None else [])
+        scene = self._scene  # one snapshot: its objects and version are its own
+        # (list equality is identity here: WorldObject compares by identity)
+        if (scene is not None and objs == scene.objs
+                and scene.version == self.robot.geometry_version):
             return scene
         with self._lock:
-            return self._rebuild(objs, key)
+            return self._rebuild(list(objs), tuple(map(id, objs)))
 
     def _rebuild(self, objs: list[WorldObject], key: tuple[int, ...]) -> _Scene:
         self._refresh()
@@ -221,7 +231,9 @@ class CollisionChecker:
             self._world_objs = objs  # keep ids alive
             assert self._rs is not None
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
-            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names)
+            block = block_scene(self.robot.kin, self._rs, ws, self._pairs)
+            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
+                                 self._version)
         assert self._scene is not None
         return self._scene
 
@@ -254,7 +266,10 @@ class CollisionChecker:
         else:
             arr = self.robot.validate_configuration(q)
         sc = self._prepare(world)
-        code = packed_valid(arr, sc.F, sc.I, not ignore_self)
+        if sc.block is not None:
+            code = single_valid_blocked(arr, sc.block.BF, sc.block.BI, not ignore_self)
+        else:
+            code = packed_valid(arr, sc.F, sc.I, not ignore_self)
         if code < 0:
             self.robot.validate_configuration(arr)  # raises with the offending joints named
         return bool(code)
@@ -267,7 +282,12 @@ class CollisionChecker:
         sc = self._prepare(world)
         F, I = sc.F, sc.I
         out = np.empty(arr.shape[0], dtype=np.bool_)
-        if arr.shape[0] >= PARALLEL_BATCH_MIN:
+        if sc.block is not None:
+            if arr.shape[0] >= PARALLEL_BATCH_MIN:
+                batch_valid_blocked_parallel(arr, sc.block.BF, sc.block.BI, not ignore_self, out)
+            elif arr.shape[0]:
+                batch_valid_blocked(arr, sc.block.BF, sc.block.BI, not ignore_self, out)
+        elif arr.shape[0] >= PARALLEL_BATCH_MIN:
             packed_valid_batch(arr, F, I, not ignore_self, out)
         elif arr.shape[0]:
             packed_valid_serial(arr, F, I, not ignore_self, out)
@@ -289,6 +309,10 @@ class CollisionChecker:
         sc = self._prepare(world)
         rs, ws, pr = sc.rs, sc.ws, sc.pr
         steps = max(1, int(np.ceil(np.linalg.norm(b - a) / resolution)))
+        if sc.block is not None:
+            W, RI = block_workspace(sc.block.BI)
+            return edge_valid_blocked(a, b - a, steps, 0, sc.block.BF, sc.block.BI, W, RI,
+                                      not ignore_self) > 0
         L = len(self.robot.link_names)
         return bool(
             motion_valid(

@@ -58,6 +58,8 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+from .. import simd as _simd
+from ..collision import block_kernels as _bk
 from ..collision.checker import CollisionChecker, SkipRule
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
 from ..errors import (
@@ -72,6 +74,9 @@ from ..errors import (
     UnknownNameError,
 )
 from ..geometry.shapes import WorldObject
+from ..jitcall import call_or as _call_or
+from ..jitcall import inline_call_or as _inline_call_or
+from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
 from .ik import (
@@ -121,6 +126,10 @@ _PROGRESS_NS = 50_000_000
 _NO_RADIUS = 1e300
 # most consecutive dynamic-domain rejections before a sample is used anyway
 _DD_MAX_REJECTS = 1000
+# the goal-region parameters of a run towards a configuration (read only)
+_NO_REGION = np.zeros(44)
+# lane numbers 0..7 (read only)
+_IOTA = np.arange(8, dtype=np.float64)
 
 
 # ------------------------------------------------------------------------------------------
@@ -270,64 +279,161 @@ def _diff_into(a, b, cont, has_cont, out):  # type: ignore[no-untyped-def]
     return np.sqrt(s)
 
 
-@njit(cache=True, fastmath=FASTMATH, boundscheck=False)
-def _nearest(tree, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
-    """Index of the node of ``tree[:m]`` (m, n) nearest to ``q`` (scan with partial distances)."""
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
+def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
+    """Index of the node nearest to ``q`` among the first ``m`` of a tree stored joint-major in
+    ``treeT`` (n * cap,): joint j of node i at ``j * cap + i``, cap a multiple of 8. Eight
+    nodes per step in SIMD lanes; ties go to the lowest index."""
     n = q.shape[0]
-    best = _NO_RADIUS
-    bi = 0
-    for i in range(m):
-        s = 0.0
+    cap = treeT.shape[0] // n
+    iota = _simd.load(_IOTA, 0)
+    best = _simd.splat(_NO_RADIUS)
+    bidx = _simd.splat(0.0)
+    for i0 in range(0, m, 8):
+        acc = _simd.splat(0.0)
         for j in range(n):
-            d = q[j] - tree[i, j]
+            d = q[j] - _simd.load(treeT, j * cap + i0)
             if has_cont and cont[j]:
-                d = _wrap(d)
-            s += d * d
-            if s >= best:
-                break
-        if s < best:
-            best = s
-            bi = i
+                d = d - 2.0 * np.pi * _simd.vfloor((d + np.pi) * (0.5 / np.pi))
+            acc = acc + d * d
+        idx = iota + i0
+        better = (acc < best) & (idx < m)
+        best = _simd.select(better, acc, best)
+        bidx = _simd.select(better, idx, bidx)
+    bd = _NO_RADIUS
+    bi = 0
+    for k in range(8):
+        dk = _simd.lane(best, k)
+        ik = int(_simd.lane(bidx, k))
+        if dk < bd or (dk == bd and ik < bi):
+            bd = dk
+            bi = ik
     return bi
+
+
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
+def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag):  # type: ignore[no-untyped-def]
+    """:func:`_edge_free` with the 8-configuration kernel, in VAMP's strided order: pass j
+    checks k = steps - j - lane * m (m passes), so the first pass samples the whole edge.
+
+    Called once per edge from the planner's loop (through ``call_or``: a failure counts as a
+    collision). It has a single exit and calls its helpers through ``inline_call_or`` (see
+    :mod:`robot_collision.jitcall`), so that numba drops the reference counting of its arrays;
+    the scene reaches it as the two block-scene arrays, not as the scalar kernels' tuples of ~30
+    arrays, each of which a call increfs and decrefs (~0.7 us per edge, measured)."""
+    n = q0.shape[0]
+    K = _bk.LANES
+    m = (steps + K - 1) // K
+    inv = 1.0 / steps
+    r = 1
+    for j in range(m):
+        want = 0
+        for lane in range(K):
+            k = steps - j - lane * m
+            if k >= 1:
+                want |= 1 << lane
+            t = max(k, 1) * inv
+            for c in range(n):
+                W[c * K + lane] = q0[c] + d[c] * t
+        istate[_I_CHECKS] += _bk._popcount(want)
+        if _inline_call_or(_bk.block_valid, 0, BF, BI, W, RI, want, check_self, True) != want:
+            r = 0
+            break
+        if flag[0] != 0 or ((j & 7) == 7 and _inline_call_or(now_ns, 0) > deadline):
+            r = -1
+            break
+    held = (q0.shape[0] + d.shape[0] + BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
+            + istate.shape[0] + flag.shape[0])
+    return r if held >= 0 else 0
+
+
+@njit(cache=True, fastmath=FASTMATH, boundscheck=False)
+def _fk_ok(q, parent, jtype, origin, axis, qidx, scale, offset, T):  # type: ignore[no-untyped-def]
+    """:func:`fk_into` returning True (a value for ``call_or``)."""
+    _nothrow(fk_into, q, parent, jtype, origin, axis, qidx, scale, offset, T)
+    return True
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
 def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs, ws, pr,  # type: ignore[no-untyped-def]
                check_self, T, SP, ready, buf, istate, deadline, flag):
-    """Check ``q0 + d * k / steps`` for k = steps, then the other k >= 1 coarse-to-fine.
-    Returns 1 (free), 0 (collision) or -1 (``deadline`` in ns passed or ``flag[0]`` set)."""
+    """Check ``q0 + d * k / steps`` for k = steps, then the other k >= 1 coarse-to-fine
+    Returns 1 (free), 0 (collision) or -1 (``deadline`` in ns passed or ``flag[0]`` set).
+    (Scenes with a block scene use :func:`_edge_free_blocked` instead.)
+
+    Called once per edge with the scene's ~30 arrays: a single exit, helpers through
+    ``call_or`` (a failure counts as a collision) and a final use of every array in one block
+    let numba drop their reference counting (~0.7 us per call otherwise; see
+    :mod:`robot_collision.jitcall`)."""
     n = q0.shape[0]
     k = steps
     stride = 1
     while stride < steps:
         stride *= 2
     half = stride  # the first pass visits only k = steps
+    r = 1
     while True:
         t = k / steps
         for j in range(n):
             q[j] = q0[j] + d[j] * t
-        fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, T)
         istate[_I_CHECKS] += 1
-        if not _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
-            return 0
-        if (istate[_I_CHECKS] & 3) == 0 and (flag[0] != 0 or now_ns() > deadline):
-            return -1
+        if not (_inline_call_or(_fk_ok, False, q, parent, jtype, origin, axis, qidx, scale,
+                                offset, T)
+                and _call_or(_valid_at, False, T, rs, ws, pr, SP, ready, check_self, buf)):
+            r = 0
+            break
+        if (istate[_I_CHECKS] & 3) == 0 and (flag[0] != 0
+                                             or _inline_call_or(now_ns, 0) > deadline):
+            r = -1
+            break
         k += 2 * half
+        last = False
         while k >= steps:
             if half <= 1:
-                return 1
+                last = True
+                break
             half //= 2
             k = half
+        if last:
+            break
+    held = (
+        q0.shape[0] + d.shape[0] + q.shape[0] + parent.shape[0] + jtype.shape[0]
+        + origin.shape[0] + axis.shape[0] + qidx.shape[0] + scale.shape[0] + offset.shape[0]
+        + T.shape[0] + SP.shape[0] + ready.shape[0] + buf.shape[0] + istate.shape[0]
+        + flag.shape[0]
+        + rs.link.shape[0] + rs.kind.shape[0] + rs.params.shape[0] + rs.local.shape[0]
+        + rs.vstart.shape[0] + rs.vcount.shape[0] + rs.verts.shape[0] + rs.link_start.shape[0]
+        + rs.bound_center.shape[0] + rs.bound_radius.shape[0]
+        + ws.kind.shape[0] + ws.params.shape[0] + ws.pose.shape[0] + ws.vstart.shape[0]
+        + ws.vcount.shape[0] + ws.verts.shape[0] + ws.box.shape[0] + ws.cloud.shape[0]
+        + ws.cloud_f.shape[0] + ws.cloud_i.shape[0]
+        + pr.self_a.shape[0] + pr.self_b.shape[0] + pr.self_pad.shape[0]
+        + pr.world_pad.shape[0]
+    )
+    return r if held >= 0 else 0
+
+
+@njit(cache=True)
+def _block_workspace(BI):  # type: ignore[no-untyped-def]
+    """Scratch for the blocked kernel (empty when the scene has none, ``BI`` empty)."""
+    if BI.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    size = _bk._offsets(BI[_bk.H_N], BI[_bk.H_NF], BI[_bk.H_S], BI[_bk.H_L])[4]
+    return np.zeros(size), np.zeros(BI[_bk.H_L], dtype=np.int64)
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False)
-def _add_node(nodes, parents, radii, size, t, q, par, cont):  # type: ignore[no-untyped-def]
+def _add_node(nodes, nodesT, parents, radii, size, t, q, par, cont):  # type: ignore[no-untyped-def]
+    """Append ``q`` (continuous joints wrapped) to tree ``t`` under ``par``; returns its index.
+    ``nodesT`` (2, n * cap) is the joint-major copy that :func:`_nearest` scans."""
     i = size[t]
+    cap = nodes.shape[1]
     for j in range(q.shape[0]):
         v = q[j]
         if cont[j]:
             v = _wrap(v)
         nodes[t, i, j] = v
+        nodesT[t, j * cap + i] = v
     parents[t, i] = par
     radii[t, i] = _NO_RADIUS
     size[t] = i + 1
@@ -335,8 +441,8 @@ def _add_node(nodes, parents, radii, size, t, q, par, cont):  # type: ignore[no-
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, nogil=True)
-def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, fpar, ipar,  # type: ignore[no-untyped-def]
-               wgr, soft_deadline, hard_deadline, flag):
+def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, slo, shi, cont,  # type: ignore[no-untyped-def]
+               fpar, ipar, wgr, soft_deadline, hard_deadline, flag):
     """Run RRT-Connect iterations until success, the iteration limit, a full tree, the soft
     deadline (checked between iterations) or the hard deadline (iteration rolled back)."""
     kin, rs, ws, pr = unpack_scene(F, I)
@@ -373,6 +479,8 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
     SP = np.empty((rs.kind.shape[0], 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
+    W, RI = _block_workspace(BI)
+    use_block = BI.shape[0] > 0
     q = np.empty(n)
     qr = np.empty(n)
     qnew = np.empty(n)
@@ -413,9 +521,13 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
             # direct start -> goal edge (first goal root)
             dist = _diff_into(nodes[0, 0], nodes[1, 0], cont, has_cont, d)
             steps = max(1, int(np.ceil(dist / vd)))
-            r = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin, axis, qidx, scale,
-                           offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                           hard_deadline, flag)
+            if use_block:
+                r = _call_or(_edge_free_blocked, 0, nodes[0, 0], d, steps, BF, BI, W, RI,
+                               check_self, istate, hard_deadline, flag)
+            else:
+                r = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin, axis, qidx,
+                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                               istate, hard_deadline, flag)
             if r == 1:
                 istate[_I_CONN0] = 0
                 istate[_I_CONN1] = 0
@@ -442,21 +554,21 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
                 fk_into(qik, parent, jtype, origin, axis, qidx, scale, offset, T)
                 istate[_I_CHECKS] += 1
                 if _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
-                    _add_node(nodes, parents, radii, size, 1, qik, -1, cont)
+                    _add_node(nodes, nodesT, parents, radii, size, 1, qik, -1, cont)
                     istate[_I_GOAL_ROOTS] += 1
                     for j in range(n):
                         qr[j] = qik[j]
                     sampled = True
         b = 1 - a
         if sampled:
-            near = _nearest(nodes[a], size[a], qr, cont, has_cont)
+            near = _nearest(nodesT[a], size[a], qr, cont, has_cont)
             dist = _diff_into(nodes[a, near], qr, cont, has_cont, d)
         else:
             # uniform sample; with dynamic domain, resample (a bounded number of times) while
             # the sample lies outside its nearest node's radius
             for tries in range(_DD_MAX_REJECTS):
                 _random_config(slo, shi, rng, qr)
-                near = _nearest(nodes[a], size[a], qr, cont, has_cont)
+                near = _nearest(nodesT[a], size[a], qr, cont, has_cont)
                 dist = _diff_into(nodes[a, near], qr, cont, has_cont, d)
                 if not dynamic_domain or dist <= radii[a, near]:
                     break
@@ -480,11 +592,15 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
             for j in range(n):
                 qnew[j] = nodes[a, near, j] + d[j]
             steps = max(1, int(np.ceil(dist / vd)))
-            r = _edge_free(nodes[a, near], d, steps, q, parent, jtype, origin, axis, qidx,
-                           scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                           hard_deadline, flag)
+            if use_block:
+                r = _call_or(_edge_free_blocked, 0, nodes[a, near], d, steps, BF, BI, W, RI,
+                               check_self, istate, hard_deadline, flag)
+            else:
+                r = _edge_free(nodes[a, near], d, steps, q, parent, jtype, origin, axis, qidx,
+                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                               istate, hard_deadline, flag)
             if r == 1:
-                added = _add_node(nodes, parents, radii, size, a, qnew, near, cont)
+                added = _add_node(nodes, nodesT, parents, radii, size, a, qnew, near, cont)
                 if dynamic_domain and rnear < _NO_RADIUS:
                     radii[a, near] = rnear * (1.0 + dd_alpha)
             elif r == -1:
@@ -494,7 +610,7 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
                                                                        dd_min)
         # ---- connect tree b towards the new node
         if added >= 0:
-            cur = _nearest(nodes[b], size[b], nodes[a, added], cont, has_cont)
+            cur = _nearest(nodesT[b], size[b], nodes[a, added], cont, has_cont)
             while True:
                 dist = _diff_into(nodes[b, cur], nodes[a, added], cont, has_cont, d)
                 reach = heuristic or dist <= max_dist
@@ -506,9 +622,13 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
                         dist += d[j] * d[j]
                     dist = np.sqrt(dist)
                 steps = max(1, int(np.ceil(dist / vd)))
-                r = _edge_free(nodes[b, cur], d, steps, q, parent, jtype, origin, axis, qidx,
-                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                               hard_deadline, flag)
+                if use_block:
+                    r = _call_or(_edge_free_blocked, 0, nodes[b, cur], d, steps, BF, BI, W, RI,
+                                   check_self, istate, hard_deadline, flag)
+                else:
+                    r = _edge_free(nodes[b, cur], d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, hard_deadline, flag)
                 if r == -1:
                     status = -1
                     break
@@ -525,7 +645,7 @@ def _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont, f
                     break
                 for j in range(n):
                     qnew[j] = nodes[b, cur, j] + d[j]
-                cur = _add_node(nodes, parents, radii, size, b, qnew, cur, cont)
+                cur = _add_node(nodes, nodesT, parents, radii, size, b, qnew, cur, cont)
         if status == -1:
             # roll back the partial iteration; the next chunk redoes it identically
             for k in range(_NSTATE):
@@ -584,7 +704,7 @@ def _goal_samples(F, I, wgr, ee, slo, shi, cont, check_self, attempts, ik_iter, 
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, nogil=True)
-def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ignore[no-untyped-def]
+def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # type: ignore[no-untyped-def]
     """Random partial shortcutting of the unwrapped ``path[:k]`` in place (capacity
     k + 2 * iterations).
 
@@ -604,6 +724,8 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
     SP = np.empty((rs.kind.shape[0], 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     buf = np.empty((L + 3, 3))
+    W, RI = _block_workspace(BI)
+    use_block = BI.shape[0] > 0
     has_cont = False
     for j in range(n):
         if cont[j]:
@@ -662,9 +784,13 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
         # of 2 pi on continuous joints so that the path stays unwrapped
         for j in range(n):
             shift[j] = (pa[j] + d[j]) - pb[j] if cont[j] else 0.0
-        ok = _edge_free(pa, d, max(1, int(np.ceil(dab / vd))), q, parent, jtype, origin, axis,
-                        qidx, scale, offset, rs, ws, pr, check_self, T, SP, ready, buf, istate,
-                        never, flag) == 1
+        steps = max(1, int(np.ceil(dab / vd)))
+        if use_block:
+            ok = _call_or(_edge_free_blocked, 0, pa, d, steps, BF, BI, W, RI, check_self, istate,
+                          never, flag) == 1
+        else:
+            ok = _edge_free(pa, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs,
+                            ws, pr, check_self, T, SP, ready, buf, istate, never, flag) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -673,9 +799,13 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
             s = np.sqrt(s)
             steps = max(1, int(np.ceil(s / vd)))
             if s > 1e-12 and steps != m_i:  # (steps == m_i: the grid points already checked)
-                ok = _edge_free(path[i], d, steps, q, parent, jtype, origin, axis, qidx, scale,
-                                offset, rs, ws, pr, check_self, T, SP, ready, buf, istate, never,
-                                flag) == 1
+                if use_block:
+                    ok = _call_or(_edge_free_blocked, 0, path[i], d, steps, BF, BI, W, RI,
+                                   check_self, istate, never, flag) == 1
+                else:
+                    ok = _edge_free(path[i], d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, never, flag) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -684,9 +814,13 @@ def _shortcut(F, I, path, k, iterations, cont, vd, check_self, rng):  # type: ig
             s = np.sqrt(s)
             steps = max(1, int(np.ceil(s / vd)))
             if s > 1e-12 and steps != steps_j - m_j:
-                ok = _edge_free(pb, d, steps, q, parent, jtype, origin, axis, qidx, scale,
-                                offset, rs, ws, pr, check_self, T, SP, ready, buf, istate, never,
-                                flag) == 1
+                if use_block:
+                    ok = _call_or(_edge_free_blocked, 0, pb, d, steps, BF, BI, W, RI,
+                                   check_self, istate, never, flag) == 1
+                else:
+                    ok = _edge_free(pb, d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, never, flag) == 1
         if not ok:
             continue
         # splice: path[:i+1], pa, pb, path[jj+1:k] (+ shift)
@@ -739,6 +873,97 @@ def _first_invalid(F, I, Q, check_self):  # type: ignore[no-untyped-def]
         if not _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):
             return k
     return -1
+
+
+@njit(cache=True, boundscheck=False)
+def _config_status(q, lower, upper):  # type: ignore[no-untyped-def]
+    """0 when ``q`` is finite and within [lower - 1e-9, upper + 1e-9] (then clipped into the
+    limits in place), else 1 (the caller raises the detailed error)."""
+    for j in range(q.shape[0]):
+        v = q[j]
+        if not np.isfinite(v) or v < lower[j] - 1e-9 or v > upper[j] + 1e-9:
+            return 1
+    for j in range(q.shape[0]):
+        q[j] = min(max(q[j], lower[j]), upper[j])
+    return 0
+
+
+@njit(cache=True, boundscheck=False, nogil=True)
+def _ends_status(q_start, q_goal, lower, upper, F, I, BF, BI, check_self):  # type: ignore[no-untyped-def]
+    """0 when both ends are finite, within the joint limits (then clipped into them in place)
+    and collision-free; else which check failed first, in the order the detailed Python checks
+    run (1 start limits, 2 start collision, 3 goal limits, 4 goal collision)."""
+    if _config_status(q_start, lower, upper) != 0:
+        return 1
+    if not _end_free(q_start, F, I, BF, BI, check_self):
+        return 2
+    if _config_status(q_goal, lower, upper) != 0:
+        return 3
+    if not _end_free(q_goal, F, I, BF, BI, check_self):
+        return 4
+    return 0
+
+
+@njit(cache=True, boundscheck=False)
+def _end_free(q, F, I, BF, BI, check_self):  # type: ignore[no-untyped-def]
+    if BI.shape[0] > 0:
+        return _bk.single_valid_blocked(q, BF, BI, check_self) == 1
+    return packed_valid(q, F, I, check_self) == 1
+
+
+@njit(cache=True, boundscheck=False)
+def _new_trees(cap, q_start, q_goal, cont, goal_tries):  # type: ignore[no-untyped-def]
+    """Tree storage (nodes, parents, radii, size, istate) with the start and goal roots
+    (continuous joints wrapped)."""
+    n = q_start.shape[0]
+    nodes = np.empty((2, cap, n))
+    nodesT = np.empty((2, n * cap))
+    parents = np.full((2, cap), -1, dtype=np.int64)
+    radii = np.full((2, cap), _NO_RADIUS)
+    size = np.zeros(2, dtype=np.int64)
+    _add_node(nodes, nodesT, parents, radii, size, 0, q_start, -1, cont)
+    _add_node(nodes, nodesT, parents, radii, size, 1, q_goal, -1, cont)
+    istate = np.zeros(_NSTATE, dtype=np.int64)
+    istate[_I_GOAL_ROOTS] = 1
+    istate[_I_GOAL_TRIES] = goal_tries
+    return nodes, nodesT, parents, radii, size, istate
+
+
+@njit(cache=True, boundscheck=False)
+def _extract_path(nodes, parents, c0, c1, q_start, cont, has_cont):  # type: ignore[no-untyped-def]
+    """Waypoints (k, n) root of the start tree -> node c0, then node c1 of the goal tree ->
+    its root. Without continuous joints they are the tree nodes bit for bit; with them the path
+    is unwrapped from ``q_start``."""
+    n = nodes.shape[2]
+    k0 = 0
+    i = c0
+    while i >= 0:
+        k0 += 1
+        i = parents[0, i]
+    k1 = 0
+    i = c1
+    while i >= 0:
+        k1 += 1
+        i = parents[1, i]
+    out = np.empty((k0 + k1, n))
+    i = c0
+    for r in range(k0 - 1, -1, -1):
+        out[r] = nodes[0, i]
+        i = parents[0, i]
+    i = c1
+    for r in range(k0, k0 + k1):
+        out[r] = nodes[1, i]
+        i = parents[1, i]
+    if has_cont:
+        d = np.empty(n)
+        prev = out[0].copy()
+        out[0] = q_start
+        for r in range(1, k0 + k1):
+            _diff_into(prev, out[r], cont, has_cont, d)
+            for j in range(n):
+                prev[j] = out[r, j]
+                out[r, j] = out[r - 1, j] + d[j]
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -852,10 +1077,15 @@ class BiRRT:
         self.robot: RobotModel = self.checker.robot
         self.options = options
         self._world: list[WorldObject] = []
-        self._scene: Optional[tuple[NDArray[np.float64], NDArray[np.int64], int]] = None
+        self._scene: Optional[tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64],
+                                    NDArray[np.int64], int]] = None
         self._bounds: Optional[tuple[tuple[float, bytes, bytes], NDArray[np.float64],
                                      NDArray[np.float64]]] = None
+        self._cont_cache: Optional[tuple[NDArray[np.bool_], NDArray[np.bool_], bool]] = None
+        self._params: Optional[tuple[object, int, int, NDArray[np.float64],
+                                     NDArray[np.int64]]] = None
         self.world = list(world)
+        self._run_parameters(False, 0)  # prime the caches of plan() (setup, not planning)
 
     # ------------------------------------------------------------------ world
     @property
@@ -870,11 +1100,21 @@ class BiRRT:
         self._packed()  # flatten the scene now (~0.2 ms), not in plan()
 
     def _packed(self) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        return self._packed_all()[:2]
+
+    def _packed_all(self) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64],
+                                   NDArray[np.int64]]:
+        """``(F, I, BF, BI)``: the packed scene for the scalar kernels and for the blocked
+        kernels (``BF``, ``BI`` empty when the scene is not supported by them)."""
         ver = self.robot.geometry_version
-        if self._scene is None or self._scene[2] != ver:
-            F, I = pack_scene(*self.checker.compiled(self._world))
-            self._scene = (F, I, ver)
-        return self._scene[0], self._scene[1]
+        if self._scene is None or self._scene[4] != ver:
+            sc = self.checker._prepare(self._world)
+            if sc.block is not None:
+                BF, BI = sc.block.BF, sc.block.BI
+            else:
+                BF, BI = np.zeros(0), np.zeros(0, dtype=np.int64)
+            self._scene = (sc.F, sc.I, BF, BI, ver)
+        return self._scene[:4]
 
     @property
     def _check_self(self) -> bool:
@@ -889,32 +1129,81 @@ class BiRRT:
             self._bounds = (key, lo, hi)
         return self._bounds[1], self._bounds[2]
 
+    def _cont(self) -> NDArray[np.bool_]:
+        """The robot's continuous-joint mask (n,) bool (cached)."""
+        c = self.robot.is_continuous
+        if self._cont_cache is None or self._cont_cache[0] is not c:
+            self._cont_cache = (c, np.ascontiguousarray(c, dtype=np.bool_), bool(c.any()))
+        return self._cont_cache[1]
+
+    def _has_cont(self) -> bool:
+        self._cont()
+        assert self._cont_cache is not None
+        return self._cont_cache[2]
+
+    def _run_parameters(self, region: bool, ee: int) -> tuple[int, int, NDArray[np.float64],
+                                                              NDArray[np.int64]]:
+        """``(max_add, cap, fpar, ipar)`` of a run: most nodes one iteration adds, initial
+        tree capacity and the compiled loop's parameter arrays (cached per options, bounds,
+        goal kind and end effector; the compiled loop only reads them)."""
+        o = self.options
+        slo, shi = self._sampling_bounds()
+        key = (o, slo.tobytes(), shi.tobytes(), self._check_self, region, ee)
+        if self._params is None or self._params[0] != key:
+            cont = self._cont()
+            step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
+            max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
+            cap = 8 * ((max(1024, 4 * max_add) + 7) // 8)  # (a multiple of 8: _nearest)
+            fpar = np.array([o.max_connection_distance, o.validation_distance,
+                             o.workspace_goal_region_bias, o.ik_position_tolerance,
+                             o.ik_orientation_tolerance, o.dynamic_domain_radius,
+                             o.dynamic_domain_alpha, o.dynamic_domain_min_radius])
+            ipar = np.array([o.max_iterations, int(o.enable_connect_heuristic),
+                             int(self._check_self), int(region), ee, o.ik_max_iterations,
+                             o.max_goal_samples, max_add, int(o.balance_trees),
+                             int(o.dynamic_domain)], dtype=np.int64)
+            self._params = (key, max_add, cap, fpar, ipar)
+        return self._params[1], self._params[2], self._params[3], self._params[4]
+
     def warmup(self) -> float:
         """Compile (first run) or load (cached, ~0.3 s) every compiled planning kernel without
         planning, so that the first :meth:`plan` is not slowed down. Returns the time taken, s."""
         t0 = time.perf_counter()
-        F, I = self._packed()
+        F, I, BF, BI = self._packed_all()
         n = self.robot.num_joints
         cont = self.robot.is_continuous.astype(np.bool_)
         slo, shi = self._sampling_bounds()
         q = np.clip(np.zeros(n), slo, shi)
         rng, _ = new_rng_state(0)
-        nodes = np.zeros((2, 4, n))
+        nodes = np.zeros((2, 8, n))
         nodes[:, 0] = q
         size = np.ones(2, dtype=np.int64)
         ipar = np.zeros(10, dtype=np.int64)  # max_iterations = 0: returns at once
-        _rrt_chunk(F, I, nodes, np.full((2, 4), -1, dtype=np.int64), np.full((2, 4), _NO_RADIUS),
-                   size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
+        _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, 8 * n)), np.full((2, 8), -1, dtype=np.int64),
+                   np.full((2, 8), _NO_RADIUS), size, np.zeros(_NSTATE, dtype=np.int64), rng, slo,
+                   shi, cont,
                    np.ones(8), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
         _goal_samples(F, I, np.zeros(44), 1, slo, shi, cont, True, 0, 1, 1e-5, 1e-4, rng,
                       np.empty(n))
-        _shortcut(F, I, q[None, :].copy(), 1, 0, cont, 0.1, True, rng)
+        _shortcut(F, I, BF, BI, q[None, :].copy(), 1, 0, cont, 0.1, True, rng)
         _first_invalid(F, I, np.empty((0, n)), True)
         self.checker.is_valid(q, self._world)  # start/goal validation kernel
         return time.perf_counter() - t0
 
     # ------------------------------------------------------------------ validation
     def _validate_config(self, q: ArrayLike, what: str) -> NDArray[np.float64]:
+        r = self.robot
+        try:
+            arr = np.array(q, dtype=float, copy=True)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is not None and arr.shape == (r.num_joints,) and not _config_status(
+                arr, r.lower, r.upper):
+            return arr  # finite and within the limits: clipped in place
+        return self._validate_config_slow(q, what)
+
+    def _validate_config_slow(self, q: ArrayLike, what: str) -> NDArray[np.float64]:
+        """:meth:`_validate_config` raising the detailed errors."""
         r = self.robot
         try:
             arr = np.array(q, dtype=float, copy=True)
@@ -942,10 +1231,43 @@ class BiRRT:
             )
         return np.clip(arr, r.lower, r.upper)
 
+    def _checked_ends(self, start: ArrayLike, goal: Union[ArrayLike, WorkspaceGoalRegion]
+                      ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]:
+        """Start and goal configurations (None for a goal region) validated and clipped into
+        the limits; raises the planner's errors for bad or colliding ends. Both configurations
+        in one compiled call when they are fine (the usual case), else the detailed checks."""
+        region = isinstance(goal, WorkspaceGoalRegion)
+        if not region:
+            n = self.robot.num_joints
+            try:
+                a = np.array(start, dtype=float)
+                b = np.array(goal, dtype=float)
+            except (TypeError, ValueError):
+                a = b = np.zeros(0)
+            if a.shape == (n,) and b.shape == (n,):
+                F, I, BF, BI = self._packed_all()
+                if _ends_status(a, b, self.robot.lower, self.robot.upper, F, I, BF, BI,
+                                self._check_self) == 0:
+                    return a, b
+        q_start = self._validate_config(start, "start")
+        msg = self._collision_message(q_start, "start")
+        if msg:
+            raise StartInCollisionError(msg)
+        if isinstance(goal, WorkspaceGoalRegion):
+            return q_start, None
+        q_goal = self._validate_config(goal, "goal")
+        msg = self._collision_message(q_goal, "goal")
+        if msg:
+            raise GoalInCollisionError(msg)
+        return q_start, q_goal
+
     def _collision_message(self, q: NDArray[np.float64], what: str) -> Optional[str]:
         ignore_self = self.options.ignore_self_collision
-        F, I = self._packed()
-        if packed_valid(q, F, I, not ignore_self):
+        F, I, BF, BI = self._packed_all()
+        if BI.shape[0]:
+            if _bk.single_valid_blocked(q, BF, BI, not ignore_self) == 1:
+                return None
+        elif packed_valid(q, F, I, not ignore_self):
             return None
         res = self.checker.check(q, self._world, exhaustive=True, ignore_self=ignore_self)
         pairs = ", ".join(f"{a} <-> {b}" for a, b in res.colliding_pairs) or "unknown pair"
@@ -980,16 +1302,13 @@ class BiRRT:
         if time_limit is not None and not (time_limit > 0):
             raise ConfigurationError("time_limit must be a positive number of seconds or None")
         deadline = (t_start + int(time_limit * 1e9)) if time_limit is not None else 2**62
-        q_start = self._validate_config(start, "start")
-        msg = self._collision_message(q_start, "start")
-        if msg:
-            raise StartInCollisionError(msg)
+        q_start, q_goal = self._checked_ends(start, goal)
         rng, seed = new_rng_state(o.seed)
-        F, I = self._packed()
+        F, I, BF, BI = self._packed_all()
         n = self.robot.num_joints
-        cont = self.robot.is_continuous.astype(np.bool_)
+        cont = self._cont()
         slo, shi = self._sampling_bounds()
-        wgr_arr = np.zeros(44)
+        wgr_arr = _NO_REGION
         ee = 0
         goals: list[NDArray[np.float64]] = []
         goal_tries = 0
@@ -1028,34 +1347,13 @@ class BiRRT:
                     self._stats(0, 1, 0, t_start, "goal_unreachable", 0, goal_tries, seed))
             goals.append(qg)
         else:
-            q_goal = self._validate_config(goal, "goal")
-            msg = self._collision_message(q_goal, "goal")
-            if msg:
-                raise GoalInCollisionError(msg)
+            assert q_goal is not None
             goals.append(q_goal)
 
         # ---- tree storage
-        step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
-        max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
-        cap = max(1024, 4 * max_add)
-        nodes = np.empty((2, cap, n))
-        parents = np.full((2, cap), -1, dtype=np.int64)
-        radii = np.full((2, cap), _NO_RADIUS)
-        size = np.zeros(2, dtype=np.int64)
-        nodes[0, 0] = np.where(cont, joint_difference(0.0, q_start, cont), q_start)
-        nodes[1, 0] = np.where(cont, joint_difference(0.0, goals[0], cont), goals[0])
-        size[:] = 1
-        istate = np.zeros(_NSTATE, dtype=np.int64)
-        istate[_I_GOAL_ROOTS] = 1
-        istate[_I_GOAL_TRIES] = goal_tries
-        fpar = np.array([o.max_connection_distance, o.validation_distance,
-                         o.workspace_goal_region_bias, o.ik_position_tolerance,
-                         o.ik_orientation_tolerance, o.dynamic_domain_radius,
-                         o.dynamic_domain_alpha, o.dynamic_domain_min_radius])
-        ipar = np.array([o.max_iterations, int(o.enable_connect_heuristic), int(self._check_self),
-                         int(isinstance(goal, WorkspaceGoalRegion)), ee, o.ik_max_iterations,
-                         o.max_goal_samples, max_add, int(o.balance_trees),
-                         int(o.dynamic_domain)], dtype=np.int64)
+        _, cap, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
+        nodes, nodesT, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont,
+                                                                 goal_tries)
         retries = 0
         next_progress = t_start + _PROGRESS_NS
         reason = ""
@@ -1066,8 +1364,8 @@ class BiRRT:
                 t = time.monotonic_ns()
                 hard = min(t + (_HARD_CHUNK_NS << min(retries, 10)), deadline)
                 soft = min(t + _SOFT_CHUNK_NS, deadline)
-                code = _rrt_chunk(F, I, nodes, parents, radii, size, istate, rng, slo, shi, cont,
-                                  fpar, ipar, wgr_arr, soft, hard, flag)
+                code = _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng,
+                                  slo, shi, cont, fpar, ipar, wgr_arr, soft, hard, flag)
                 if code == _SUCCESS:
                     reason = "success"
                     break
@@ -1077,6 +1375,10 @@ class BiRRT:
                 if code == _NEED_GROW:
                     cap *= 2
                     nodes2 = np.empty((2, cap, n))
+                    nodesT2 = np.empty((2, n * cap))
+                    nodesT2.reshape(2, n, cap)[:, :, : nodes.shape[1]] = nodesT.reshape(
+                        2, n, nodes.shape[1])
+                    nodesT = nodesT2
                     parents2 = np.full((2, cap), -1, dtype=np.int64)
                     nodes2[:, : nodes.shape[1]] = nodes
                     parents2[:, : parents.shape[1]] = parents
@@ -1117,8 +1419,8 @@ class BiRRT:
             raise _attach(NoPathFoundError(
                 f"no path found within the time limit of {time_limit} s ({stats.iterations} "
                 "iterations); allow more time or simplify the scene"), stats)
-        path = self._extract(nodes, parents, int(istate[_I_CONN0]), int(istate[_I_CONN1]),
-                             q_start, cont)
+        path = _extract_path(nodes, parents, istate[_I_CONN0], istate[_I_CONN1], q_start, cont,
+                             self._has_cont())
         # the goal reached: the given configuration, or the goal region's IK solution (as the
         # path's last waypoint, i.e. unwrapped like the path)
         goal_q = path[-1].copy() if isinstance(goal, WorkspaceGoalRegion) else goals[0]
@@ -1128,28 +1430,6 @@ class BiRRT:
                goal_tries: int, seed: int) -> PlanStats:
         return PlanStats(iters, s0, s1, (time.monotonic_ns() - t_start) * 1e-9, reason, checks,
                          goal_tries, seed)
-
-    @staticmethod
-    def _extract(nodes: NDArray[np.float64], parents: NDArray[np.int64], c0: int, c1: int,
-                 q_start: NDArray[np.float64], cont: NDArray[np.bool_]) -> NDArray[np.float64]:
-        first: list[NDArray[np.float64]] = []
-        i = c0
-        while i >= 0:
-            first.append(nodes[0, i])
-            i = int(parents[0, i])
-        second: list[NDArray[np.float64]] = []
-        i = c1
-        while i >= 0:
-            second.append(nodes[1, i])
-            i = int(parents[1, i])
-        raw = np.array(first[::-1] + second)
-        if not cont.any():
-            return raw  # bit-identical to the checked tree nodes (raw[0] == start)
-        out = np.empty_like(raw)
-        out[0] = q_start
-        for k in range(1, len(raw)):
-            out[k] = out[k - 1] + joint_difference(raw[k - 1], raw[k], cont)
-        return out
 
     # ------------------------------------------------------------------ path tools
     def _as_path(self, path: ArrayLike) -> NDArray[np.float64]:
@@ -1210,7 +1490,7 @@ class BiRRT:
         else:
             seed = rng if rng is not None else self.options.seed
         state, _ = new_rng_state(seed)
-        F, I = self._packed()
+        F, I, BF, BI = self._packed_all()
         cont = self.robot.is_continuous.astype(np.bool_)
         if cont.any():  # unwrap: consecutive continuous-joint values differ by at most pi
             P = P.copy()
@@ -1218,7 +1498,8 @@ class BiRRT:
                 P[i] = P[i - 1] + joint_difference(P[i - 1], P[i], cont)
         buf = np.empty((len(P) + 2 * int(iterations) + 2, P.shape[1]))
         buf[: len(P)] = P
-        k = _shortcut(F, I, buf, len(P), int(iterations), cont, self.options.validation_distance,
+        k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont,
+                      self.options.validation_distance,
                       self._check_self, state)
         return buf[:k].copy()
 

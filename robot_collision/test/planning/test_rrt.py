@@ -143,6 +143,28 @@ def test_chunk_boundaries_and_rollbacks_do_not_change_the_result(checker, world,
     assert res.stats.collision_checks == ref.stats.collision_checks
 
 
+def _small_trees(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Start every run with room for 8 nodes per tree (growth then happens many times)."""
+    orig = BiRRT._run_parameters
+
+    def small(self, region, ee):  # type: ignore[no-untyped-def]
+        max_add, _, fpar, ipar = orig(self, region, ee)
+        return max_add, 8, fpar, ipar
+
+    monkeypatch.setattr(BiRRT, "_run_parameters", small)
+
+
+def test_tree_growth_does_not_change_the_result(checker, world, pairs, monkeypatch) -> None:
+    """Trees outgrowing their storage are copied into larger arrays (nodes, their joint-major
+    copy for the nearest-neighbour scan, parents, radii) between chunks: same path."""
+    refs = [BiRRT(checker, RRTOptions(seed=5), world).plan(s, g) for s, g in pairs[:3]]
+    _small_trees(monkeypatch)
+    for (start, goal), ref in zip(pairs[:3], refs):
+        res = BiRRT(checker, RRTOptions(seed=5), world).plan(start, goal)
+        np.testing.assert_array_equal(res.waypoints, ref.waypoints)
+        assert res.stats.iterations == ref.stats.iterations
+
+
 def test_edge_check_grid_is_robust_to_rounding(checker, world, pairs) -> None:
     """Full-length extensions stay clear of a ceil() boundary: an edge of exactly 32 steps
     of 1/32 rad would be re-checked at 32 or 33 configurations depending on rounding."""
@@ -356,3 +378,24 @@ def test_mbm_problems_sample() -> None:
             res = planner.plan(p["start"], p["goals"][0], time_limit=5.0)
             assert_path_valid(checker, res.waypoints, world)
             assert_path_valid(checker, planner.shorten(res.waypoints, 50), world)
+
+
+@pytest.mark.skipif(not (MBM / "problems.json").is_file(), reason="needs ../shared panda_mbm")
+def test_mbm_tree_growth_on_the_blocked_kernel(monkeypatch) -> None:
+    """The Panda scene runs on the 8-configuration kernel: growth keeps the plan the same."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    import mbm  # type: ignore[import-not-found]
+
+    robot = mbm.panda()
+    checker = CollisionChecker(robot)
+    p = mbm.load_problems()["problems"]["cage"][1]
+    world = mbm.world_of(p, "cage")
+    assert checker._prepare(world).block is not None
+    ref = BiRRT(checker, RRTOptions(seed=2), world).plan(p["start"], p["goals"][0])
+    assert ref.stats.start_tree_size + ref.stats.goal_tree_size > 16
+    _small_trees(monkeypatch)
+    res = BiRRT(checker, RRTOptions(seed=2), world).plan(p["start"], p["goals"][0])
+    np.testing.assert_array_equal(res.waypoints, ref.waypoints)
+    assert_path_valid(checker, res.waypoints, world)
