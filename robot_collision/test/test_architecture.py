@@ -1,6 +1,6 @@
 """The layer rules of the package, read from the imports of every module (``ast``, no import).
 
-Layers, lowest first: the foundation modules (``errors``, ``jitcall``, ``load_limits``,
+Layers, lowest first: the foundation modules (``errors``, ``jitcall``, ``simd``, ``load_limits``,
 ``safe_xml``); ``geometry``; ``model``;
 ``collision``; ``planning`` and ``control`` (side by side: neither imports the other); ``tools``;
 ``ros``. A module may import its own layer and lower ones. Only ``ros`` imports rclpy or ROS
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "robot_collision"
-FOUNDATION = {"errors", "jitcall", "load_limits", "safe_xml"}
+FOUNDATION = {"errors", "jitcall", "load_limits", "safe_xml", "simd"}
 RANK = {
     "foundation": 0, "geometry": 1, "model": 2, "collision": 3, "planning": 4, "control": 4,
     "tools": 5, "ros": 6,
@@ -41,7 +41,10 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
-    """(absolute module name, line) of every import in the file, also inside functions."""
+    """(absolute module name, line) of every import in the file, also inside functions;
+    ``from pkg import name`` gives ``pkg.name`` when that is a module of the package, else
+    ``pkg``."""
+    modules = _modules()
     is_pkg = path.name == "__init__.py"
     base = name.split(".") if is_pkg else name.split(".")[:-1]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -54,9 +57,9 @@ def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
                 mod = ".".join(parent + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            yield mod, node.lineno
             for alias in node.names:  # `from . import x` may import a submodule
-                yield f"{mod}.{alias.name}", node.lineno
+                sub = f"{mod}.{alias.name}"
+                yield (sub if sub in modules else mod), node.lineno
 
 
 def _internal(target: str, modules: dict[str, Path]) -> str | None:
