@@ -32,9 +32,11 @@ to the nearest face). Every other pair uses GJK on the shapes' support functions
 ``r``; ``d = d(cores) - ra - rb``, exact also in penetration). When the cores touch or overlap
 (core distance below ``CONTACT_TOL``), EPA (expanding polytope algorithm) gives the penetration
 depth, normal and witness points. Cylinder support is exact (cap disc and rim); mesh support is
-the maximum over the hull vertices. If EPA runs out of vertices before converging -- a curved
-closest set, e.g. a sphere on the axis of a cylinder, equidistant from its whole side -- the
-depth is finished by minimising ``h_A(u) + h_B(-u)`` over the normal ``u`` directly.
+the maximum over the hull vertices: a scan for small hulls, else a climb along the hull's edges
+from the previous answer of the same GJK/EPA call (see :mod:`.hull`). If EPA runs out of
+vertices before converging -- a curved closest set, e.g. a sphere on the axis of a cylinder,
+equidistant from its whole side -- the depth is finished by minimising ``h_A(u) + h_B(-u)``
+over the normal ``u`` directly.
 
 Cost (one call from a numba loop, 2.x GHz x86, random poses): sphere-sphere ~6 ns, sphere-box
 and sphere-capsule ~15 ns, capsule-capsule ~25 ns; GJK box-box / capsule-box / box-mesh
@@ -72,6 +74,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ShapeError
 from ..jitcall import nothrow as _nothrow
+from .hull import SUPPORT_BLOCK_MARK
 from .shapes import BOX, CAPSULE, CYLINDER, MESH, SPHERE, Shape
 
 __all__ = [
@@ -425,31 +428,76 @@ def point_box(p, T, half, out):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _mesh_support(V, lx, ly, lz):  # type: ignore[no-untyped-def]
-    k = V.shape[0]
-    if k == 0:
-        return 0.0, 0.0, 0.0
+def _flat(V, f):  # type: ignore[no-untyped-def]
+    """Entry ``f`` of the (R, 3) array ``V`` read as a flat array (support blocks)."""
+    r = f // 3
+    return V[r, f - 3 * r]
+
+
+@njit(cache=True)
+def _mesh_support(V, lx, ly, lz, hint):  # type: ignore[no-untyped-def]
+    """Hull vertex of ``V`` farthest along ``l`` (local frame) and its index.
+
+    ``V`` is a plain ``(k, 3)`` vertex array (scanned) or a support block (see
+    :mod:`.hull`), climbed along hull edges from vertex ``hint`` (a cold start from the vertex
+    extreme along the dominant axis of ``l`` when ``hint < 0``): on a convex polytope a vertex
+    with no better neighbour is a global maximum."""
+    m = V.shape[0]
+    if m == 0:
+        return 0.0, 0.0, 0.0, -1
+    if V[m - 1, 0] == SUPPORT_BLOCK_MARK:
+        k = int(V[m - 1, 1])
+        base = 3 * k
+        bi = hint
+        if bi < 0 or bi >= k:
+            ax = abs(lx)
+            ay = abs(ly)
+            az = abs(lz)
+            if ax >= ay and ax >= az:
+                e = 0 if lx >= 0.0 else 1
+            elif ay >= az:
+                e = 2 if ly >= 0.0 else 3
+            else:
+                e = 4 if lz >= 0.0 else 5
+            bi = int(_flat(V, base + e))
+        best = V[bi, 0] * lx + V[bi, 1] * ly + V[bi, 2] * lz
+        for _ in range(k):  # each step strictly improves: at most k steps
+            nb = bi
+            f1 = int(_flat(V, base + 7 + bi))
+            for f in range(int(_flat(V, base + 6 + bi)), f1):
+                j = int(_flat(V, f))
+                dd = V[j, 0] * lx + V[j, 1] * ly + V[j, 2] * lz
+                if dd > best:
+                    best = dd
+                    nb = j
+            if nb == bi:
+                break
+            bi = nb
+        return V[bi, 0], V[bi, 1], V[bi, 2], bi
     best = V[0, 0] * lx + V[0, 1] * ly + V[0, 2] * lz
     bi = 0
-    for i in range(1, k):
+    for i in range(1, m):
         dd = V[i, 0] * lx + V[i, 1] * ly + V[i, 2] * lz
         if dd > best:
             best = dd
             bi = i
-    return V[bi, 0], V[bi, 1], V[bi, 2]
+    return V[bi, 0], V[bi, 1], V[bi, 2], bi
 
 
 @njit(cache=True)
-def _support(kind, P, V, dx, dy, dz):  # type: ignore[no-untyped-def]
+def _support(kind, P, V, dx, dy, dz, hint):  # type: ignore[no-untyped-def]
     """Support point (common frame) in direction ``d`` of the core of a posed shape packed as
     ``P = (p0, p1, p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz)`` (params and
-    the top three rows of its pose); ``V``: hull vertices (meshes only)."""
+    the top three rows of its pose); ``V``: hull vertex data (meshes only). Returns the point
+    and, for meshes, the vertex index (a ``hint`` for the next call in a nearby direction;
+    -1 for other shapes)."""
     p0, p1, p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz = P
     lx = r00 * dx + r10 * dy + r20 * dz
     ly = r01 * dx + r11 * dy + r21 * dz
     lz = r02 * dx + r12 * dy + r22 * dz
+    idx = -1
     if kind == MESH:
-        sx, sy, sz = _nothrow(_mesh_support, V, lx, ly, lz)
+        sx, sy, sz, idx = _nothrow(_mesh_support, V, lx, ly, lz, hint)
     elif kind == BOX:
         sx = p0 if lx >= 0.0 else -p0
         sy = p1 if ly >= 0.0 else -p1
@@ -470,14 +518,17 @@ def _support(kind, P, V, dx, dy, dz):  # type: ignore[no-untyped-def]
         r00 * sx + r01 * sy + r02 * sz + tx,
         r10 * sx + r11 * sy + r12 * sz + ty,
         r20 * sx + r21 * sy + r22 * sz + tz,
+        idx,
     )
 
 
 # --------------------------------------------------------------------------------------------
 # GJK
 # --------------------------------------------------------------------------------------------
-# Simplex scratch S (8, 10): rows 0-3 the simplex, rows 4-7 a backup; columns 0:3 Minkowski
+# Simplex scratch S (9, 10): rows 0-3 the simplex, rows 4-7 a backup; columns 0:3 Minkowski
 # point w = a - b, 3:6 support point a of A, 6:9 support point b of B, 9 barycentric weight.
+# Row 8: S[8, 0] / S[8, 1] the last mesh support vertex of A / B (-1: none), the starting point
+# of the next support search (see _mesh_support).
 
 
 @njit(cache=True)
@@ -668,10 +719,13 @@ def _compact(S, ns):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz):  # type: ignore[no-untyped-def]
-    """Row ``i`` of ``S`` := support point of A - B in direction ``d`` (with its parts)."""
-    ax, ay, az = _nothrow(_support, ka, PA, va, dx, dy, dz)
-    bx, by, bz = _nothrow(_support, kb, PB, vb, -dx, -dy, -dz)
+def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz, H):  # type: ignore[no-untyped-def]
+    """Row ``i`` of ``S`` := support point of A - B in direction ``d`` (with its parts).
+    ``H[8, 0:2]`` holds the support hints of A and B (the GJK scratch layout), updated."""
+    ax, ay, az, ha = _nothrow(_support, ka, PA, va, dx, dy, dz, int(H[8, 0]))
+    bx, by, bz, hb = _nothrow(_support, kb, PB, vb, -dx, -dy, -dz, int(H[8, 1]))
+    H[8, 0] = ha
+    H[8, 1] = hb
     S[i, 0] = ax - bx
     S[i, 1] = ay - by
     S[i, 2] = az - bz
@@ -683,7 +737,7 @@ def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz):  # type: ignore[no-unt
     S[i, 8] = bz
     # keep va and vb alive up to here so that all three arrays are released in one block: the
     # refcount pruning then removes their increfs/decrefs (see "Calling convention")
-    return va.shape[0] + vb.shape[0]
+    return va.shape[0] + vb.shape[0] + H.shape[0]
 
 
 @njit(cache=True)
@@ -696,7 +750,7 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
     vz = PB[14] - PA[14]
     if vx * vx + vy * vy + vz * vz < 1e-24:
         vx, vy, vz = 1.0, 0.0, 0.0
-    _nothrow(_add_point, S, 0, ka, PA, va, kb, PB, vb, vx, vy, vz)
+    _nothrow(_add_point, S, 0, ka, PA, va, kb, PB, vb, vx, vy, vz, S)
     S[0, 9] = 1.0
     ns = 1
     vx = S[0, 0]
@@ -706,7 +760,7 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
         dist2 = vx * vx + vy * vy + vz * vz
         if dist2 <= CONTACT_TOL * CONTACT_TOL:
             return True, ns
-        _nothrow(_add_point, S, ns, ka, PA, va, kb, PB, vb, -vx, -vy, -vz)
+        _nothrow(_add_point, S, ns, ka, PA, va, kb, PB, vb, -vx, -vy, -vz, S)
         wx = S[ns, 0]
         wy = S[ns, 1]
         wz = S[ns, 2]
@@ -764,9 +818,9 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-def]
+def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb, H):  # type: ignore[no-untyped-def]
     """Grow the GJK simplex (origin on or inside it) into a non-degenerate tetrahedron.
-    Returns the number of vertices reached (4 on success)."""
+    Returns the number of vertices reached (4 on success). ``H``: support hints (GJK scratch)."""
     for _ in range(12):
         if nv == 4:
             e1x = V[1, 0] - V[0, 0]
@@ -813,7 +867,7 @@ def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-d
             for sgn in (1.0, -1.0):
                 _nothrow(
                     _add_point, V, 3, ka, PA, va, kb, PB, vb,
-                    sgn * mx, sgn * my, sgn * mz,
+                    sgn * mx, sgn * my, sgn * mz, H,
                 )
                 h = sgn * (
                     mx * (V[3, 0] - V[0, 0]) + my * (V[3, 1] - V[0, 1]) + mz * (V[3, 2] - V[0, 2])
@@ -843,7 +897,7 @@ def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-d
                 s = math.sin(k * math.pi / 3.0)
                 _nothrow(
                     _add_point, V, 2, ka, PA, va, kb, PB, vb,
-                    c * e1x + s * e2x, c * e1y + s * e2y, c * e1z + s * e2z,
+                    c * e1x + s * e2x, c * e1y + s * e2y, c * e1z + s * e2z, H,
                 )
                 rx = V[2, 0] - V[0, 0]
                 ry = V[2, 1] - V[0, 1]
@@ -864,7 +918,7 @@ def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-d
                 dx = sgn if k % 3 == 0 else 0.0
                 dy = sgn if k % 3 == 1 else 0.0
                 dz = sgn if k % 3 == 2 else 0.0
-                _nothrow(_add_point, V, 1, ka, PA, va, kb, PB, vb, dx, dy, dz)
+                _nothrow(_add_point, V, 1, ka, PA, va, kb, PB, vb, dx, dy, dz, H)
                 rx = V[1, 0] - V[0, 0]
                 ry = V[1, 1] - V[0, 1]
                 rz = V[1, 2] - V[0, 2]
@@ -927,6 +981,8 @@ def _refine_depth(ka, PA, va, kb, PB, vb, f0, nx, ny, nz):  # type: ignore[no-un
     s = 0.0
     t = 0.0
     fbest = f0
+    ha = -1
+    hb = -1
     for rnd in range(2):
         step = 0.05 if rnd == 0 else 1e-3
         turn = 0.0 if rnd == 0 else math.pi / 16.0
@@ -944,8 +1000,8 @@ def _refine_depth(ka, PA, va, kb, PB, vb, f0, nx, ny, nz):  # type: ignore[no-un
                 ux /= ul
                 uy /= ul
                 uz /= ul
-                ax, ay, az = _nothrow(_support, ka, PA, va, ux, uy, uz)
-                bx, by, bz = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz)
+                ax, ay, az, ha = _nothrow(_support, ka, PA, va, ux, uy, uz, ha)
+                bx, by, bz, hb = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz, hb)
                 fv = ux * (ax - bx) + uy * (ay - by) + uz * (az - bz)
                 if fv < fbest:
                     fbest = fv
@@ -979,7 +1035,7 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
     for i in range(ns):
         for c in range(9):
             V[i, c] = S[i, c]
-    nv = _nothrow(_expand_simplex, V, ns, ka, PA, va, kb, PB, vb)
+    nv = _nothrow(_expand_simplex, V, ns, ka, PA, va, kb, PB, vb, S)
     if nv < 4:
         # flat Minkowski difference (impossible for the pairs routed here): report contact at
         # the simplex's mean point of A
@@ -1028,7 +1084,7 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
         bd = FN[f, 3]
         if nv >= vcap or not math.isfinite(bd):
             break
-        _nothrow(_add_point, V, nv, ka, PA, va, kb, PB, vb, bnx, bny, bnz)
+        _nothrow(_add_point, V, nv, ka, PA, va, kb, PB, vb, bnx, bny, bnz, S)
         wx = V[nv, 0]
         wy = V[nv, 1]
         wz = V[nv, 2]
@@ -1084,8 +1140,8 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
         # the best queried normal and from the normal of the closest face (lower-bound region)
         depth, ux, uy, uz = _nothrow(_refine_depth, ka, PA, va, kb, PB, vb, ub, unx, uny, unz)
         if math.isfinite(bd):
-            ax, ay, az = _nothrow(_support, ka, PA, va, bnx, bny, bnz)
-            bx, by, bz = _nothrow(_support, kb, PB, vb, -bnx, -bny, -bnz)
+            ax, ay, az, _ = _nothrow(_support, ka, PA, va, bnx, bny, bnz, int(S[8, 0]))
+            bx, by, bz, _ = _nothrow(_support, kb, PB, vb, -bnx, -bny, -bnz, int(S[8, 1]))
             f1 = bnx * (ax - bx) + bny * (ay - by) + bnz * (az - bz)
             d2, vx, vy, vz = _nothrow(_refine_depth, ka, PA, va, kb, PB, vb, f1, bnx, bny, bnz)
             if d2 < depth:
@@ -1116,9 +1172,9 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
             by = li * V[i, 7] + lj * V[j, 7] + lk * V[k, 7]
             bz = li * V[i, 8] + lj * V[j, 8] + lk * V[k, 8]
             # move each point along u onto its shape's supporting plane (exact support values)
-            sx, sy, sz = _nothrow(_support, ka, PA, va, ux, uy, uz)
+            sx, sy, sz, _ = _nothrow(_support, ka, PA, va, ux, uy, uz, int(S[8, 0]))
             ha = ux * (sx - ax) + uy * (sy - ay) + uz * (sz - az)
-            sx, sy, sz = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz)
+            sx, sy, sz, _ = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz, int(S[8, 1]))
             hb = ux * (bx - sx) + uy * (by - sy) + uz * (bz - sz)
             ax += ha * ux
             ay += ha * uy
@@ -1199,7 +1255,9 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
     )
     ra = pa[0] if ka in (SPHERE, CAPSULE) else 0.0
     rb = pb[0] if kb in (SPHERE, CAPSULE) else 0.0
-    S = np.empty((8, 10))
+    S = np.empty((9, 10))
+    S[8, 0] = -1.0
+    S[8, 1] = -1.0
     overlap, ns = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S)
     if overlap:
         depth, nx, ny, nz, ax, ay, az, bx, by, bz = _nothrow(
@@ -1348,11 +1406,11 @@ def distance(
         int(shape_a.kind),
         np.ascontiguousarray(shape_a.params(), dtype=np.float64),
         _pose("pose_a", pose_a),
-        np.ascontiguousarray(shape_a.vertices(), dtype=np.float64).reshape(-1, 3),
+        np.ascontiguousarray(shape_a.kernel_vertices(), dtype=np.float64).reshape(-1, 3),
         int(shape_b.kind),
         np.ascontiguousarray(shape_b.params(), dtype=np.float64),
         _pose("pose_b", pose_b),
-        np.ascontiguousarray(shape_b.vertices(), dtype=np.float64).reshape(-1, 3),
+        np.ascontiguousarray(shape_b.kernel_vertices(), dtype=np.float64).reshape(-1, 3),
         wa,
         wb,
         n,

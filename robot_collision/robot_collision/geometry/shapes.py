@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import MeshError, ShapeError
 from ..load_limits import LoadLimits, limits_or_default
+from .hull import convex_hull, support_block
 from .mesh_io import load_mesh, mesh_scale
 
 __all__ = [
@@ -73,6 +74,11 @@ class Shape:
     def vertices(self) -> NDArray[np.float64]:
         """Hull vertices ``(k, 3)`` in the local frame (empty for analytic shapes)."""
         return _EMPTY_VERTS
+
+    def kernel_vertices(self) -> NDArray[np.float64]:
+        """The vertex data the compiled kernels read (``(r, 3)``): :meth:`vertices`, or for
+        large hulls a support block (see :mod:`.hull`)."""
+        return self.vertices()
 
     def bounding_radius(self) -> float:
         """Radius (m) of a sphere about the local origin that encloses the shape."""
@@ -175,23 +181,6 @@ class Cylinder(Shape):
         return np.zeros(3), np.array([r, r, 0.5 * self.length])
 
 
-def _convex_hull_vertices(points: NDArray[np.float64], source: str) -> NDArray[np.float64]:
-    from scipy.spatial import ConvexHull, QhullError
-
-    pts = np.asarray(points, dtype=float)
-    if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 4:
-        raise MeshError(f"mesh {source} needs at least 4 vertices as a (k, 3) array")
-    if not np.all(np.isfinite(pts)):
-        raise MeshError(f"mesh {source} has non-finite vertices")
-    try:
-        hull = ConvexHull(pts)
-    except QhullError as exc:
-        raise MeshError(
-            f"mesh {source} is flat or degenerate (no 3-D convex hull): {exc}".splitlines()[0]
-        ) from exc
-    return np.ascontiguousarray(pts[hull.vertices])
-
-
 @dataclass(frozen=True, eq=False)
 class Mesh(Shape):
     """Convex mesh: the convex hull of ``source`` (vertices ``(k, 3)`` or a mesh file path, see
@@ -203,6 +192,7 @@ class Mesh(Shape):
     scale: Union[float, ArrayLike] = 1.0
     limits: Optional[LoadLimits] = field(default=None, repr=False, compare=False)
     hull: NDArray[np.float64] = field(init=False, repr=False)
+    support: NDArray[np.float64] = field(init=False, repr=False)
     kind = MESH
 
     def __post_init__(self) -> None:
@@ -224,13 +214,18 @@ class Mesh(Shape):
                 raise MeshError(lim.exceeded("max_mesh_vertices", "mesh vertex count", len(pts)))
             if pts.ndim == 2 and pts.shape[1] == 3:
                 pts = pts * scale
-        object.__setattr__(self, "hull", _convex_hull_vertices(pts, label))
+        hull, neighbours = convex_hull(pts, label)
+        object.__setattr__(self, "hull", hull)
+        object.__setattr__(self, "support", support_block(hull, neighbours))
 
     def params(self) -> NDArray[np.float64]:
         return np.zeros(4)
 
     def vertices(self) -> NDArray[np.float64]:
         return self.hull
+
+    def kernel_vertices(self) -> NDArray[np.float64]:
+        return self.support
 
     def bounding_radius(self) -> float:
         return float(np.max(np.linalg.norm(self.hull, axis=1)))
