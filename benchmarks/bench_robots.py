@@ -19,6 +19,12 @@ import robot_corpus as rc
 
 from robot_collision import CollisionChecker, RobotModel
 
+# URDFs whose SRDF is not named after them (relative to robots/)
+_SRDF_OF = {
+    "ur_description/urdf/ur5_robot.urdf": "ur_description/srdf/ur5.srdf",
+    "panda_description/urdf/panda_collision.urdf": "panda_description/srdf/panda.srdf",
+}
+
 
 def _corpus_entries(quick: bool) -> list[tuple[str, Any, Any]]:
     """(name, urdf path, srdf path or None) of the robots to measure."""
@@ -28,10 +34,16 @@ def _corpus_entries(quick: bool) -> list[tuple[str, Any, Any]]:
     assert root is not None
     out = []
     for urdf in rc.all_urdfs():
-        pkg = urdf.parent.parent
-        srdfs = sorted((pkg / "srdf").glob(urdf.stem + ".srdf")) if (pkg / "srdf").is_dir() else []
         name = str(urdf.relative_to(root / "robots"))
-        out.append((name, urdf, srdfs[0] if srdfs else None))
+        srdfs = sorted((urdf.parent.parent / "srdf").glob("*.srdf"))
+        same = [p for p in srdfs if p.stem == urdf.stem]
+        if name in _SRDF_OF:
+            srdf = root / "robots" / _SRDF_OF[name]
+        elif same or len(srdfs) == 1:
+            srdf = (same or srdfs)[0]  # named after the URDF, or the package's only SRDF
+        else:
+            srdf = None
+        out.append((name, urdf, srdf))
     return out
 
 

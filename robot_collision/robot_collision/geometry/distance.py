@@ -91,6 +91,7 @@ __all__ = [
     "point_segment",
     "segment_segment",
     "shape_distance",
+    "shape_overlap",
 ]
 
 GJK_MAX_ITERATIONS = 128
@@ -741,10 +742,15 @@ def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz, H):  # type: ignore[no-
 
 
 @njit(cache=True)
-def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
+def _gjk(ka, PA, va, kb, PB, vb, S, margin):  # type: ignore[no-untyped-def]
     """GJK distance between the cores. Returns ``(overlap, ns)``; the simplex and its weights
     are left in ``S[:ns]``. ``overlap`` is True when the core distance is below ``CONTACT_TOL``
-    (origin inside or on the simplex): EPA must take over."""
+    (origin inside or on the simplex): EPA must take over.
+
+    With ``margin > 0`` (m) it only decides whether the core distance is below ``margin``: it
+    returns ``overlap`` True as soon as the simplex comes within ``margin`` of the origin (an
+    upper bound of the distance) and False as soon as a support plane certifies a distance of
+    at least ``margin`` (a lower bound); the simplex is then not the closest one."""
     vx = PB[6] - PA[6]
     vy = PB[10] - PA[10]
     vz = PB[14] - PA[14]
@@ -756,16 +762,20 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
     vx = S[0, 0]
     vy = S[0, 1]
     vz = S[0, 2]
+    lim = max(CONTACT_TOL, margin)
     for _ in range(GJK_MAX_ITERATIONS):
         dist2 = vx * vx + vy * vy + vz * vz
-        if dist2 <= CONTACT_TOL * CONTACT_TOL:
+        if dist2 <= lim * lim:
             return True, ns
         _nothrow(_add_point, S, ns, ka, PA, va, kb, PB, vb, -vx, -vy, -vz, S)
         wx = S[ns, 0]
         wy = S[ns, 1]
         wz = S[ns, 2]
         dist = math.sqrt(dist2)
-        gap = dist2 - (vx * wx + vy * wy + vz * wz)
+        vw = vx * wx + vy * wy + vz * wz
+        if margin > 0.0 and vw >= margin * dist:
+            return False, ns  # the plane through w normal to v separates by >= margin
+        gap = dist2 - vw
         if gap <= dist * max(GJK_ABS_TOL, GJK_REL_TOL * dist):
             break  # v is within tolerance of the closest point
         dup = False
@@ -804,7 +814,7 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
         vx = nvx
         vy = nvy
         vz = nvz
-    if vx * vx + vy * vy + vz * vz <= CONTACT_TOL * CONTACT_TOL:
+    if vx * vx + vy * vy + vz * vz <= lim * lim:
         return True, ns
     return False, ns
 
@@ -1258,7 +1268,7 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
     S = np.empty((9, 10))
     S[8, 0] = -1.0
     S[8, 1] = -1.0
-    overlap, ns = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S)
+    overlap, ns = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S, 0.0)
     if overlap:
         depth, nx, ny, nz, ax, ay, az, bx, by, bz = _nothrow(
             _epa, ka, PA, va, kb, PB, vb, S, ns
@@ -1292,6 +1302,32 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
         bx - rb * nx, by - rb * ny, bz - rb * nz,
         nx, ny, nz,
     )
+
+
+@njit(cache=True)
+def _gjk_within(ka, pa, Ta, va, kb, pb, Tb, vb, pad):  # type: ignore[no-untyped-def]
+    """True when the signed distance of the pair is below ``pad`` (m), by GJK with early exits
+    and no EPA (see ``_gjk``'s ``margin``); the full computation when ``pad`` plus the radii is
+    not positive (a penetration depth must be compared)."""
+    ra = pa[0] if ka in (SPHERE, CAPSULE) else 0.0
+    rb = pb[0] if kb in (SPHERE, CAPSULE) else 0.0
+    margin = pad + ra + rb
+    if margin <= CONTACT_TOL:
+        r = _nothrow(_gjk_epa, ka, pa, Ta, va, kb, pb, Tb, vb)
+        return r[0] < pad
+    PA = (
+        pa[0], pa[1], pa[2], Ta[0, 0], Ta[0, 1], Ta[0, 2], Ta[0, 3],
+        Ta[1, 0], Ta[1, 1], Ta[1, 2], Ta[1, 3], Ta[2, 0], Ta[2, 1], Ta[2, 2], Ta[2, 3],
+    )
+    PB = (
+        pb[0], pb[1], pb[2], Tb[0, 0], Tb[0, 1], Tb[0, 2], Tb[0, 3],
+        Tb[1, 0], Tb[1, 1], Tb[1, 2], Tb[1, 3], Tb[2, 0], Tb[2, 1], Tb[2, 2], Tb[2, 3],
+    )
+    S = np.empty((9, 10))
+    S[8, 0] = -1.0
+    S[8, 1] = -1.0
+    overlap, _ = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S, margin)
+    return overlap
 
 
 # --------------------------------------------------------------------------------------------
@@ -1373,6 +1409,22 @@ def shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n):  # type: ignore[n
         n[1] = r[8]
         n[2] = r[9]
     return r[0]
+
+
+@njit(cache=True, inline="always")
+def shape_overlap(ka, pa, Ta, va, kb, pb, Tb, vb, pad, wa, wb, n):  # type: ignore[no-untyped-def]
+    """True when the signed distance of A and B (encoded as for :func:`shape_distance`) is
+    below ``pad`` (m): the boolean question of validity checks. Closed-form pairs are computed
+    exactly; GJK pairs stop as soon as the answer is certain and never run EPA (penetration
+    depth is not needed). Agrees with ``shape_distance(...) < pad`` except within the GJK
+    tolerance of the boundary. ``wa``, ``wb``, ``n`` (3,) are scratch."""
+    if (ka <= CAPSULE and kb <= CAPSULE) or (ka == SPHERE and kb == BOX) or (
+        ka == BOX and kb == SPHERE
+    ):
+        hit = shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n) < pad
+    else:
+        hit = _nothrow(_gjk_within, ka, pa, Ta, va, kb, pb, Tb, vb, pad)
+    return hit
 
 
 # --------------------------------------------------------------------------------------------
