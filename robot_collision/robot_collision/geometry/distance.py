@@ -1308,13 +1308,15 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
 def _gjk_within(ka, pa, Ta, va, kb, pb, Tb, vb, pad):  # type: ignore[no-untyped-def]
     """True when the signed distance of the pair is below ``pad`` (m), by GJK with early exits
     and no EPA (see ``_gjk``'s ``margin``); the full computation when ``pad`` plus the radii is
-    not positive (a penetration depth must be compared)."""
+    negative (a penetration depth must be compared). Cores closer than ``CONTACT_TOL`` count as
+    overlapping, as in :func:`shape_distance`."""
     ra = pa[0] if ka in (SPHERE, CAPSULE) else 0.0
     rb = pb[0] if kb in (SPHERE, CAPSULE) else 0.0
     margin = pad + ra + rb
-    if margin <= CONTACT_TOL:
+    if margin < 0.0:
         r = _nothrow(_gjk_epa, ka, pa, Ta, va, kb, pb, Tb, vb)
         return r[0] < pad
+    margin = max(margin, CONTACT_TOL)
     PA = (
         pa[0], pa[1], pa[2], Ta[0, 0], Ta[0, 1], Ta[0, 2], Ta[0, 3],
         Ta[1, 0], Ta[1, 1], Ta[1, 2], Ta[1, 3], Ta[2, 0], Ta[2, 1], Ta[2, 2], Ta[2, 3],
