@@ -9,6 +9,8 @@ every pair, and separations agree within 1e-6 m (measured: <= 3e-10 m).
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,12 +18,14 @@ import pytest
 import robot_corpus as rc
 
 from robot_collision import CollisionChecker, URDFError
+from robot_collision.geometry.decomposition import DecompositionOptions
 
 pytestmark = pytest.mark.skipif(
     not rc.oracle_available(), reason="example-robot-data, pinocchio or coal not installed"
 )
 
 CONFIGS = 150
+DATA = Path(__file__).resolve().parents[1] / "data"
 SEPARATION_TOL = 1e-6  # m
 
 
@@ -66,3 +70,44 @@ def test_collisions_and_distances_agree_with_coal(name: str) -> None:
     assert 0 < colliding_pairs < CONFIGS * len(oracle.pairs)
     if cr.srdf:
         assert 0 < colliding_configs < CONFIGS
+
+
+DECOMPOSED_LINKS = ("upper_arm_link", "forearm_link")  # the UR5's two long concave links
+
+
+def test_decomposition_against_exact_meshes(tmp_path: Path) -> None:
+    """UR5 with its upper arm and forearm decomposed (CoACD, threshold 0.05) against coal on the
+    triangle meshes: no missed collision, and every false collision within the stated
+    tolerance (threshold x largest mesh extent); fewer false collisions than the hulls."""
+    cache = tmp_path / "cache"
+    shutil.copytree(DATA / "decomposition_cache", cache)
+    opts = DecompositionOptions(cache_dir=str(cache))
+    cr = rc.ROBOTS["ur5"]
+    hull = cr.load()
+    part = cr.load(mesh_mode=dict.fromkeys(DECOMPOSED_LINKS, "decomposition"), decomposition=opts)
+    assert all(len(part.collision_geometry(n)) > 1 for n in DECOMPOSED_LINKS)
+    extent = max(
+        float(np.ptp(s.vertices(), axis=0).max())
+        for n in DECOMPOSED_LINKS
+        for s, _ in hull.collision_geometry(n)
+    )
+    tol = opts.threshold * extent
+    ch, cp = CollisionChecker(hull), CollisionChecker(part)
+    exact = rc.PinOracle(hull, ch, cr.urdf_path(), mode="exact")
+    rng = np.random.default_rng(5)
+    n = 400
+    false_hull = false_part = beyond_tol = colliding = 0
+    for _ in range(n):
+        q = hull.random_configuration(rng)
+        e = exact.in_collision(q)
+        h, p = not ch.is_valid(q), not cp.is_valid(q)
+        colliding += e
+        assert h or not e, f"hull missed a collision at {q.tolist()}"
+        assert p or not e, f"decomposition missed a collision at {q.tolist()}"
+        false_hull += h and not e
+        if p and not e:
+            false_part += 1
+            beyond_tol += min(exact.pair_distances(q).values()) > tol
+    assert colliding > 0 and false_hull > 0
+    assert false_part < false_hull
+    assert beyond_tol <= 0.005 * n, (beyond_tol, tol)
