@@ -1,12 +1,21 @@
 """Real robots (example-robot-data) against pinocchio + coal in the same process.
 
-Per robot (every corpus URDF with collision geometry that loads; ``--quick``: the oracle robots
-of issue 13 only): ``load_s`` (``RobotModel.from_urdf`` with its SRDF), ``is_valid_us`` (one
-boolean self-collision check from Python, mean over random configurations within the limits,
-median of repeats) and ``coal_us`` (``pin.computeCollisions`` stop-at-first-collision on the
-same link pairs, coal's convex hulls of the same meshes, same configurations), ``ratio``
-(ours / coal; issue 13 target <= 1 on every robot), ``colliding`` (fraction of the random
-configurations in collision).
+``robots``: per robot (every corpus URDF with collision geometry that loads; ``--quick``: the
+oracle robots of issue 13 only): ``load_s`` (``RobotModel.from_urdf`` with its SRDF),
+``is_valid_us`` (one boolean self-collision check from Python, mean over random configurations
+within the limits, median of repeats) and ``coal_us`` (``pin.computeCollisions``
+stop-at-first-collision on the same link pairs, coal's convex hulls of the same meshes, same
+configurations), ``ratio`` (ours / coal; issue 13 target <= 1 on every robot), ``colliding``
+(fraction of the random configurations in collision), ``disagree`` (configurations where the
+two answers differ).
+
+``oracle_robots``: for UR5, Panda, Kinova, TIAGo and Talos, ``generate_srdf_s`` (wall time of
+``generate_disabled_pairs`` with ``srdf_samples`` samples, kernels warm) and its reason counts;
+``false_collision_hull`` (share of random configurations that the hulls flag but coal's exact
+triangle meshes clear; none may be missed) and, for the robots in :data:`DECOMPOSED`, the same
+for the CoACD decomposition (``false_collision_decomposition``), its ``decomposition_load_s``
+(from the on-disk cache when warm; the first run computes it: minutes) and
+``is_valid_decomposition_us``.
 """
 
 from __future__ import annotations
@@ -18,33 +27,19 @@ import numpy as np
 import robot_corpus as rc
 
 from robot_collision import CollisionChecker, RobotModel
+from robot_collision.collision.srdf_generation import (
+    SRDFGenerationOptions,
+    generate_disabled_pairs,
+)
 
-# URDFs whose SRDF is not named after them (relative to robots/)
-_SRDF_OF = {
-    "ur_description/urdf/ur5_robot.urdf": "ur_description/srdf/ur5.srdf",
-    "panda_description/urdf/panda_collision.urdf": "panda_description/srdf/panda.srdf",
-}
-
+DECOMPOSED = ("ur5", "panda")
+"""Robots also measured with every mesh decomposed (the cache makes repeated runs fast)."""
 
 def _corpus_entries(quick: bool) -> list[tuple[str, Any, Any]]:
     """(name, urdf path, srdf path or None) of the robots to measure."""
     if quick:
         return [(n, r.urdf_path(), r.srdf_path()) for n, r in rc.ROBOTS.items()]
-    root = rc.corpus_root()
-    assert root is not None
-    out = []
-    for urdf in rc.all_urdfs():
-        name = str(urdf.relative_to(root / "robots"))
-        srdfs = sorted((urdf.parent.parent / "srdf").glob("*.srdf"))
-        same = [p for p in srdfs if p.stem == urdf.stem]
-        if name in _SRDF_OF:
-            srdf = root / "robots" / _SRDF_OF[name]
-        elif same or len(srdfs) == 1:
-            srdf = (same or srdfs)[0]  # named after the URDF, or the package's only SRDF
-        else:
-            srdf = None
-        out.append((name, urdf, srdf))
-    return out
+    return [(rc.name(u), u, rc.srdf_for(u)) for u in rc.urdf_files()]
 
 
 def _load(urdf: Any, srdf: Any) -> RobotModel:
@@ -95,9 +90,61 @@ def measure_robot(urdf: Any, srdf: Any, n_configs: int, repeats: int) -> dict[st
     return res
 
 
+def _false_collisions(
+    checker: CollisionChecker, exact: rc.PinOracle, Q: np.ndarray
+) -> tuple[float, int]:
+    """(share of ``Q`` flagged by ``checker`` but clear on the exact meshes, missed ones)."""
+    false = missed = 0
+    for q in Q:
+        e = exact.in_collision(q)
+        c = not checker.is_valid(q)
+        false += c and not e
+        missed += e and not c
+    return round(false / len(Q), 4), missed
+
+
+def measure_oracle_robot(name: str, quick: bool) -> dict[str, Any]:
+    cr = rc.ROBOTS[name]
+    try:
+        robot = cr.load()
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+    res: dict[str, Any] = {"joints": robot.num_joints}
+    samples = 10_000 if quick else 100_000
+    generate_disabled_pairs(robot, SRDFGenerationOptions(samples=100))  # compile / warm
+    gen = generate_disabled_pairs(robot, SRDFGenerationOptions(samples=samples, seed=0))
+    res.update(
+        srdf_samples=samples,
+        generate_srdf_s=round(gen.seconds, 2),
+        candidate_pairs=gen.candidate_pairs,
+        srdf_reasons=gen.by_reason(),
+    )
+    checker = CollisionChecker(robot)
+    exact = rc.PinOracle(robot, checker, cr.urdf_path(), mode="exact")
+    rng = np.random.default_rng(1)
+    Q = np.array([robot.random_configuration(rng) for _ in range(300 if quick else 1000)])
+    res["false_collision_hull"], res["missed_hull"] = _false_collisions(checker, exact, Q)
+    if name in DECOMPOSED:
+        t0 = time.perf_counter()
+        dec = cr.load(mesh_mode="decomposition")
+        res["decomposition_load_s"] = round(time.perf_counter() - t0, 2)
+        res["decomposition_shapes"] = sum(len(dec.collision_geometry(n)) for n in dec.link_names)
+        dchecker = CollisionChecker(dec)
+        f, m = _false_collisions(dchecker, exact, Q)
+        res["false_collision_decomposition"], res["missed_decomposition"] = f, m
+        dchecker.is_valid(Q[0])
+        res["is_valid_decomposition_us"] = round(_timed_mean_us(dchecker.is_valid, Q), 2)
+        res["is_valid_hull_us"] = round(_timed_mean_us(checker.is_valid, Q), 2)
+    return res
+
+
 def run(quick: bool = False) -> dict:
     n_configs = 200 if quick else 500
     repeats = 3 if quick else 7
+    oracle: dict[str, Any] = {}
+    for name in rc.ROBOTS:
+        oracle[name] = measure_oracle_robot(name, quick)
+        print(f"  {name}: {oracle[name]}", flush=True)
     robots: dict[str, Any] = {}
     for name, urdf, srdf in _corpus_entries(quick):
         try:
@@ -114,6 +161,7 @@ def run(quick: bool = False) -> dict:
             )
     ratios = [r["ratio"] for r in robots.values() if "ratio" in r]
     return {
+        "oracle_robots": oracle,
         "robots": robots,
         "measured": len(ratios),
         "worst_ratio": max(ratios) if ratios else None,

@@ -112,7 +112,14 @@ def _full_sphere_pose(kinds, P, i):  # type: ignore[no-untyped-def]
 @njit(cache=True, fastmath=True, boundscheck=False)
 def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, o, pad, buf):  # type: ignore[no-untyped-def]
     """Overlap of shape ``s`` with shape ``o`` through the boolean GJK kernel (off the fast
-    path)."""
+    path), after a test of their bounding spheres (``params[:, 3]`` about the shape origins:
+    decomposed meshes bring many parts per link, most of them far from each other)."""
+    dx = SP[s, 0, 3] - P[o, 0, 3]
+    dy = SP[s, 1, 3] - P[o, 1, 3]
+    dz = SP[s, 2, 3] - P[o, 2, 3]
+    rr = ps[s, 3] + po[o, 3] + pad
+    if rr <= 0.0 or dx * dx + dy * dy + dz * dz >= rr * rr:
+        return False
     _nothrow(_full_sphere_pose, ks, SP, s)
     _nothrow(_full_sphere_pose, ko, P, o)
     return shape_overlap(

@@ -48,6 +48,12 @@ def _links_collide(a, b, link_start, kind, params, SP, vstart, vcount, verts, bu
     hit = False
     for s in range(link_start[a], link_start[a + 1]):
         for t in range(link_start[b], link_start[b + 1]):
+            dx = SP[s, 0, 3] - SP[t, 0, 3]
+            dy = SP[s, 1, 3] - SP[t, 1, 3]
+            dz = SP[s, 2, 3] - SP[t, 2, 3]
+            rr = params[s, 3] + params[t, 3]
+            if dx * dx + dy * dy + dz * dz >= rr * rr:
+                continue  # bounding spheres apart
             if shape_overlap(
                 kind[s],
                 params[s],

@@ -202,14 +202,21 @@ def decomposed_meshes(
     source: Union[str, os.PathLike[str], TriangleMesh],
     scale: Union[float, ArrayLike] = 1.0,
     options: DecompositionOptions = DecompositionOptions(),
-) -> list[Mesh]:
+) -> list[tuple[Mesh, NDArray[np.float64]]]:
     """The convex parts of a mesh file (or a :class:`TriangleMesh`, scaled by ``scale``) as
-    :class:`Mesh` shapes in the mesh's frame."""
+    ``(Mesh, pose)``: each part centred on its own origin (so that its bounding sphere, which
+    the kernels cull with, is tight) and ``pose`` (4, 4) placing it in the mesh's frame."""
     if isinstance(source, TriangleMesh):
         mesh = TriangleMesh(source.vertices * mesh_scale(scale), source.faces)
     else:
         mesh = load_mesh(source, scale)
-    return [Mesh(p) for p in decompose(mesh, options)]
+    out = []
+    for p in decompose(mesh, options):
+        centre = 0.5 * (p.min(axis=0) + p.max(axis=0))
+        pose = np.eye(4)
+        pose[:3, 3] = centre
+        out.append((Mesh(p - centre), pose))
+    return out
 
 
 def mesh_world_objects(
@@ -232,4 +239,7 @@ def mesh_world_objects(
             shape = Mesh(source, scale=scale)
         return [WorldObject(shape, T, name)]
     parts = decomposed_meshes(source, scale, options)
-    return [WorldObject(m, T, f"{name}#{k}" if name else "") for k, m in enumerate(parts)]
+    return [
+        WorldObject(m, T @ offset, f"{name}#{k}" if name else "")
+        for k, (m, offset) in enumerate(parts)
+    ]

@@ -68,7 +68,8 @@ class Shape:
 
     def params(self) -> NDArray[np.float64]:
         """Kernel parameters ``(4,)``: sphere ``[r]``, capsule/cylinder ``[r, half_length]``,
-        box ``[hx, hy, hz]`` (half extents); unused entries are zero."""
+        box ``[hx, hy, hz]`` (half extents); unused entries of 0-2 are zero; entry 3 is the
+        :meth:`bounding_radius` (m, for culling shape pairs)."""
         raise NotImplementedError
 
     def vertices(self) -> NDArray[np.float64]:
@@ -101,7 +102,7 @@ class Sphere(Shape):
         object.__setattr__(self, "radius", _positive("Sphere radius", self.radius))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([self.radius, 0.0, 0.0, 0.0])
+        return np.array([self.radius, 0.0, 0.0, self.radius])
 
     def bounding_radius(self) -> float:
         return self.radius
@@ -125,7 +126,7 @@ class Capsule(Shape):
         )
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([self.radius, 0.5 * self.length, 0.0, 0.0])
+        return np.array([self.radius, 0.5 * self.length, 0.0, self.bounding_radius()])
 
     def bounding_radius(self) -> float:
         return self.radius + 0.5 * self.length
@@ -149,7 +150,7 @@ class Box(Shape):
             object.__setattr__(self, name, _positive(f"Box {name}", getattr(self, name)))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([0.5 * self.x, 0.5 * self.y, 0.5 * self.z, 0.0])
+        return np.array([0.5 * self.x, 0.5 * self.y, 0.5 * self.z, self.bounding_radius()])
 
     def bounding_radius(self) -> float:
         return 0.5 * float(np.sqrt(self.x**2 + self.y**2 + self.z**2))
@@ -171,7 +172,7 @@ class Cylinder(Shape):
         object.__setattr__(self, "length", _positive("Cylinder length", self.length))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([self.radius, 0.5 * self.length, 0.0, 0.0])
+        return np.array([self.radius, 0.5 * self.length, 0.0, self.bounding_radius()])
 
     def bounding_radius(self) -> float:
         return float(np.hypot(self.radius, 0.5 * self.length))
@@ -219,7 +220,7 @@ class Mesh(Shape):
         object.__setattr__(self, "support", support_block(hull, neighbours))
 
     def params(self) -> NDArray[np.float64]:
-        return np.zeros(4)
+        return np.array([0.0, 0.0, 0.0, self.bounding_radius()])
 
     def vertices(self) -> NDArray[np.float64]:
         return self.hull

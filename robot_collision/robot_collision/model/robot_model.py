@@ -470,7 +470,7 @@ def _apply_mesh_mode(
         for shape, pose in ln.collisions:
             if isinstance(shape, Mesh) and isinstance(shape.source, (str, os.PathLike)):
                 parts = decomposed_meshes(shape.source, shape.scale, options)
-                cols.extend((part, pose) for part in parts)
+                cols.extend((part, pose @ offset) for part, offset in parts)
             else:
                 cols.append((shape, pose))
         links.append(replace(ln, collisions=cols))
