@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..geometry.cloud_index import cloud_ball_free, cloud_distance
-from ..geometry.distance import shape_distance, shape_overlap
+from ..geometry.distance import bound_center, shape_distance, shape_overlap
 from ..geometry.point_cloud import POINT_CLOUD
 from ..geometry.shapes import BOX, CAPSULE, SPHERE
 from ..jitcall import call_or as _call_or
@@ -112,11 +112,13 @@ def _full_sphere_pose(kinds, P, i):  # type: ignore[no-untyped-def]
 @njit(cache=True, fastmath=True, boundscheck=False)
 def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, o, pad, buf):  # type: ignore[no-untyped-def]
     """Overlap of shape ``s`` with shape ``o`` through the boolean GJK kernel (off the fast
-    path), after a test of their bounding spheres (``params[:, 3]`` about the shape origins:
+    path), after a test of their bounding spheres (``params[:, 3]``, see ``bound_center``:
     decomposed meshes bring many parts per link, most of them far from each other)."""
-    dx = SP[s, 0, 3] - P[o, 0, 3]
-    dy = SP[s, 1, 3] - P[o, 1, 3]
-    dz = SP[s, 2, 3] - P[o, 2, 3]
+    ax, ay, az = _nothrow(bound_center, ks[s], ps[s], SP[s])
+    bx, by, bz = _nothrow(bound_center, ko[o], po[o], P[o])
+    dx = ax - bx
+    dy = ay - by
+    dz = az - bz
     rr = ps[s, 3] + po[o, 3] + pad
     if rr <= 0.0 or dx * dx + dy * dy + dz * dz >= rr * rr:
         return False

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, prange
 from numpy.typing import NDArray
 
-from ..geometry.distance import shape_overlap
+from ..geometry.distance import bound_center, shape_overlap
 from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import KinematicArrays, fk_into
 from .scene import RobotArrays
@@ -48,9 +48,11 @@ def _links_collide(a, b, link_start, kind, params, SP, vstart, vcount, verts, bu
     hit = False
     for s in range(link_start[a], link_start[a + 1]):
         for t in range(link_start[b], link_start[b + 1]):
-            dx = SP[s, 0, 3] - SP[t, 0, 3]
-            dy = SP[s, 1, 3] - SP[t, 1, 3]
-            dz = SP[s, 2, 3] - SP[t, 2, 3]
+            ax, ay, az = _nothrow(bound_center, kind[s], params[s], SP[s])
+            bx, by, bz = _nothrow(bound_center, kind[t], params[t], SP[t])
+            dx = ax - bx
+            dy = ay - by
+            dz = az - bz
             rr = params[s, 3] + params[t, 3]
             if dx * dx + dy * dy + dz * dz >= rr * rr:
                 continue  # bounding spheres apart

@@ -6,10 +6,12 @@ All lengths are metres. Each shape is given in the kernel encoding of :mod:`.sha
 
 - ``kind``: ``int`` (``SPHERE=0``, ``CAPSULE=1``, ``BOX=2``, ``CYLINDER=3``, ``MESH=4``);
 - ``params``: ``(4,)`` float64 (sphere ``[r]``, capsule/cylinder ``[r, half_length]``, box
-  ``[hx, hy, hz]``; a capsule's segment and a cylinder's axis run along local z);
+  ``[hx, hy, hz]``, mesh ``[cx, cy, cz]`` its bounding-box centre; a capsule's segment and a
+  cylinder's axis run along local z; entry 3: bounding radius, see :func:`bound_center`);
 - ``T``: ``(4, 4)`` float64 pose of the shape's local frame in a common frame (homogeneous,
   orthonormal right-handed rotation);
-- ``verts``: ``(k, 3)`` float64 hull vertices in the local frame (``(0, 3)`` for analytic shapes).
+- ``verts``: ``(k, 3)`` float64 hull vertices in the local frame (``(0, 3)`` for analytic shapes),
+  or a support block (:mod:`.hull`).
 
 Results are expressed in the common frame: ``wa`` / ``wb`` are ``(3,)`` witness points on the
 surfaces of A / B and ``n`` is the ``(3,)`` unit normal pointing from A towards B. The signed
@@ -92,6 +94,7 @@ __all__ = [
     "segment_segment",
     "shape_distance",
     "shape_overlap",
+    "bound_center",
 ]
 
 GJK_MAX_ITERATIONS = 128
@@ -751,9 +754,18 @@ def _gjk(ka, PA, va, kb, PB, vb, S, margin):  # type: ignore[no-untyped-def]
     returns ``overlap`` True as soon as the simplex comes within ``margin`` of the origin (an
     upper bound of the distance) and False as soon as a support plane certifies a distance of
     at least ``margin`` (a lower bound); the simplex is then not the closest one."""
+    # initial direction: between the shapes' centres (a mesh's params hold its centre)
     vx = PB[6] - PA[6]
     vy = PB[10] - PA[10]
     vz = PB[14] - PA[14]
+    if kb == MESH:
+        vx += PB[3] * PB[0] + PB[4] * PB[1] + PB[5] * PB[2]
+        vy += PB[7] * PB[0] + PB[8] * PB[1] + PB[9] * PB[2]
+        vz += PB[11] * PB[0] + PB[12] * PB[1] + PB[13] * PB[2]
+    if ka == MESH:
+        vx -= PA[3] * PA[0] + PA[4] * PA[1] + PA[5] * PA[2]
+        vy -= PA[7] * PA[0] + PA[8] * PA[1] + PA[9] * PA[2]
+        vz -= PA[11] * PA[0] + PA[12] * PA[1] + PA[13] * PA[2]
     if vx * vx + vy * vy + vz * vz < 1e-24:
         vx, vy, vz = 1.0, 0.0, 0.0
     _nothrow(_add_point, S, 0, ka, PA, va, kb, PB, vb, vx, vy, vz, S)
@@ -1411,6 +1423,20 @@ def shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n):  # type: ignore[n
         n[1] = r[8]
         n[2] = r[9]
     return r[0]
+
+
+@njit(cache=True)
+def bound_center(kind, p, T):  # type: ignore[no-untyped-def]
+    """Centre (common frame) of the bounding sphere of radius ``p[3]`` of a shape posed by
+    ``T``: a mesh's bounding-box centre ``p[0:3]``, else the shape's origin (only the
+    translation of ``T`` is read for non-meshes: spheres may carry a centre-only pose)."""
+    if kind == MESH:
+        return (
+            T[0, 0] * p[0] + T[0, 1] * p[1] + T[0, 2] * p[2] + T[0, 3],
+            T[1, 0] * p[0] + T[1, 1] * p[1] + T[1, 2] * p[2] + T[1, 3],
+            T[2, 0] * p[0] + T[2, 1] * p[1] + T[2, 2] * p[2] + T[2, 3],
+        )
+    return T[0, 3], T[1, 3], T[2, 3]
 
 
 @njit(cache=True, inline="always")

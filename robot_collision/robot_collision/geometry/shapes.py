@@ -68,8 +68,9 @@ class Shape:
 
     def params(self) -> NDArray[np.float64]:
         """Kernel parameters ``(4,)``: sphere ``[r]``, capsule/cylinder ``[r, half_length]``,
-        box ``[hx, hy, hz]`` (half extents); unused entries of 0-2 are zero; entry 3 is the
-        :meth:`bounding_radius` (m, for culling shape pairs)."""
+        box ``[hx, hy, hz]`` (half extents), mesh ``[cx, cy, cz]`` (centre of its bounding box);
+        unused entries of 0-2 are zero; entry 3 is the radius of a sphere that encloses the
+        shape about its origin (about the centre for meshes), for culling shape pairs."""
         raise NotImplementedError
 
     def vertices(self) -> NDArray[np.float64]:
@@ -220,7 +221,12 @@ class Mesh(Shape):
         object.__setattr__(self, "support", support_block(hull, neighbours))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([0.0, 0.0, 0.0, self.bounding_radius()])
+        """``[cx, cy, cz, r]``: centre of the hull's bounding box (local frame) and the radius
+        of a sphere about it that encloses the hull (the kernels start GJK from the centre and
+        cull with the sphere; a mesh's origin is often far from its geometry)."""
+        c = self.local_box()[0]
+        r = float(np.max(np.linalg.norm(self.hull - c, axis=1)))
+        return np.array([c[0], c[1], c[2], r])
 
     def vertices(self) -> NDArray[np.float64]:
         return self.hull
