@@ -95,6 +95,7 @@ __all__ = [
     "shape_distance",
     "shape_overlap",
     "bound_center",
+    "mesh_vertex_count",
 ]
 
 GJK_MAX_ITERATIONS = 128
@@ -436,6 +437,16 @@ def _flat(V, f):  # type: ignore[no-untyped-def]
     """Entry ``f`` of the (R, 3) array ``V`` read as a flat array (support blocks)."""
     r = f // 3
     return V[r, f - 3 * r]
+
+
+@njit(cache=True)
+def mesh_vertex_count(V):  # type: ignore[no-untyped-def]
+    """Number of hull vertices in a mesh's kernel vertex data ``V``: its rows, or the ``k`` of
+    a support block (whose first ``k`` rows are the vertices; see :mod:`.hull`)."""
+    m = V.shape[0]
+    if m > 0 and V[m - 1, 0] == SUPPORT_BLOCK_MARK:
+        return int(V[m - 1, 1])
+    return m
 
 
 @njit(cache=True)
