@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..geometry.cloud_index import cloud_ball_free, cloud_distance
-from ..geometry.distance import shape_distance
+from ..geometry.distance import bound_center, shape_distance, shape_overlap
 from ..geometry.point_cloud import POINT_CLOUD
 from ..geometry.shapes import BOX, CAPSULE, SPHERE
 from ..jitcall import call_or as _call_or
@@ -111,10 +111,20 @@ def _full_sphere_pose(kinds, P, i):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, fastmath=True, boundscheck=False)
 def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, o, pad, buf):  # type: ignore[no-untyped-def]
-    """Overlap of shape ``s`` with shape ``o`` through the GJK/EPA kernel (off the fast path)."""
+    """Overlap of shape ``s`` with shape ``o`` through the boolean GJK kernel (off the fast
+    path), after a test of their bounding spheres (``params[:, 3]``, see ``bound_center``:
+    decomposed meshes bring many parts per link, most of them far from each other)."""
+    ax, ay, az = _nothrow(bound_center, ks[s], ps[s], SP[s])
+    bx, by, bz = _nothrow(bound_center, ko[o], po[o], P[o])
+    dx = ax - bx
+    dy = ay - by
+    dz = az - bz
+    rr = ps[s, 3] + po[o, 3] + pad
+    if rr <= 0.0 or dx * dx + dy * dy + dz * dz >= rr * rr:
+        return False
     _nothrow(_full_sphere_pose, ks, SP, s)
     _nothrow(_full_sphere_pose, ko, P, o)
-    d = shape_distance(
+    return shape_overlap(
         ks[s],
         ps[s],
         SP[s],
@@ -123,11 +133,11 @@ def _general_overlap(ks, ps, SP, vs0, vs1, vsrc, s, ko, po, P, vo0, vo1, vosrc, 
         po[o],
         P[o],
         vosrc[vo0[o] : vo0[o] + vo1[o]],
+        pad,
         buf[0],
         buf[1],
         buf[2],
     )
-    return d < pad
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)

@@ -31,7 +31,7 @@ class RobotArrays(NamedTuple):
     local: NDArray[np.float64]  # (S, 4, 4) pose in the link frame
     vstart: NDArray[np.int64]  # (S,)
     vcount: NDArray[np.int64]  # (S,)
-    verts: NDArray[np.float64]  # (V, 3) hull vertices, shape-local
+    verts: NDArray[np.float64]  # (V, 3) hull vertices, shape-local (Shape.kernel_vertices)
     link_start: NDArray[np.int64]  # (L + 1,)
     bound_center: NDArray[np.float64]  # (L, 3) link frame
     bound_radius: NDArray[np.float64]  # (L,) -1 when the link has no shapes
@@ -97,7 +97,7 @@ def robot_arrays(robot: RobotModel) -> RobotArrays:
         shapes = robot.collision_geometry(name)
         link_start[li] = len(kind)
         for shape, pose in shapes:
-            v = shape.vertices()
+            v = shape.kernel_vertices()
             link.append(li)
             kind.append(shape.kind)
             params.append(shape.params())
@@ -143,7 +143,7 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
             from ..errors import ShapeError
 
             raise ShapeError(f"world entries must be WorldObject, got {type(obj).__name__}")
-        v = obj.shape.vertices()
+        v = obj.shape.kernel_vertices()
         kind[i] = obj.shape.kind
         params[i] = obj.shape.params()
         pose[i] = obj.pose

@@ -38,7 +38,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..errors import ShapeError
-from .distance import shape_distance
+from .distance import mesh_vertex_count, shape_distance
 from .shapes import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 
 __all__ = [
@@ -630,17 +630,18 @@ def shape_aux(kind, params, verts, aux):  # type: ignore[no-untyped-def]
     frame) and the radius of a ball about the shape's origin that encloses it."""
     for a in range(6):
         aux[a] = 0.0
-    if kind == MESH and verts.shape[0] > 0:
+    nv = mesh_vertex_count(verts)  # large hulls carry a support block after the vertices
+    if kind == MESH and nv > 0:
         rad = 0.0
         for a in range(3):
             lo = verts[0, a]
             hi = verts[0, a]
-            for k in range(verts.shape[0]):
+            for k in range(nv):
                 lo = min(lo, verts[k, a])
                 hi = max(hi, verts[k, a])
             aux[a] = 0.5 * (lo + hi)
             aux[3 + a] = 0.5 * (hi - lo)
-        for k in range(verts.shape[0]):
+        for k in range(nv):
             rad = max(rad, verts[k, 0] ** 2 + verts[k, 1] ** 2 + verts[k, 2] ** 2)
         aux[6] = math.sqrt(rad)
     elif kind == SPHERE:

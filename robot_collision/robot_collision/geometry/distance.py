@@ -6,10 +6,12 @@ All lengths are metres. Each shape is given in the kernel encoding of :mod:`.sha
 
 - ``kind``: ``int`` (``SPHERE=0``, ``CAPSULE=1``, ``BOX=2``, ``CYLINDER=3``, ``MESH=4``);
 - ``params``: ``(4,)`` float64 (sphere ``[r]``, capsule/cylinder ``[r, half_length]``, box
-  ``[hx, hy, hz]``; a capsule's segment and a cylinder's axis run along local z);
+  ``[hx, hy, hz]``, mesh ``[cx, cy, cz]`` its bounding-box centre; a capsule's segment and a
+  cylinder's axis run along local z; entry 3: bounding radius, see :func:`bound_center`);
 - ``T``: ``(4, 4)`` float64 pose of the shape's local frame in a common frame (homogeneous,
   orthonormal right-handed rotation);
-- ``verts``: ``(k, 3)`` float64 hull vertices in the local frame (``(0, 3)`` for analytic shapes).
+- ``verts``: ``(k, 3)`` float64 hull vertices in the local frame (``(0, 3)`` for analytic shapes),
+  or a support block (:mod:`.hull`).
 
 Results are expressed in the common frame: ``wa`` / ``wb`` are ``(3,)`` witness points on the
 surfaces of A / B and ``n`` is the ``(3,)`` unit normal pointing from A towards B. The signed
@@ -32,9 +34,11 @@ to the nearest face). Every other pair uses GJK on the shapes' support functions
 ``r``; ``d = d(cores) - ra - rb``, exact also in penetration). When the cores touch or overlap
 (core distance below ``CONTACT_TOL``), EPA (expanding polytope algorithm) gives the penetration
 depth, normal and witness points. Cylinder support is exact (cap disc and rim); mesh support is
-the maximum over the hull vertices. If EPA runs out of vertices before converging -- a curved
-closest set, e.g. a sphere on the axis of a cylinder, equidistant from its whole side -- the
-depth is finished by minimising ``h_A(u) + h_B(-u)`` over the normal ``u`` directly.
+the maximum over the hull vertices: a scan for small hulls, else a climb along the hull's edges
+from the previous answer of the same GJK/EPA call (see :mod:`.hull`). If EPA runs out of
+vertices before converging -- a curved closest set, e.g. a sphere on the axis of a cylinder,
+equidistant from its whole side -- the depth is finished by minimising ``h_A(u) + h_B(-u)``
+over the normal ``u`` directly.
 
 Cost (one call from a numba loop, 2.x GHz x86, random poses): sphere-sphere ~6 ns, sphere-box
 and sphere-capsule ~15 ns, capsule-capsule ~25 ns; GJK box-box / capsule-box / box-mesh
@@ -72,6 +76,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ShapeError
 from ..jitcall import nothrow as _nothrow
+from .hull import SUPPORT_BLOCK_MARK
 from .shapes import BOX, CAPSULE, CYLINDER, MESH, SPHERE, Shape
 
 __all__ = [
@@ -88,6 +93,9 @@ __all__ = [
     "point_segment",
     "segment_segment",
     "shape_distance",
+    "shape_overlap",
+    "bound_center",
+    "mesh_vertex_count",
 ]
 
 GJK_MAX_ITERATIONS = 128
@@ -425,31 +433,86 @@ def point_box(p, T, half, out):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _mesh_support(V, lx, ly, lz):  # type: ignore[no-untyped-def]
-    k = V.shape[0]
-    if k == 0:
-        return 0.0, 0.0, 0.0
+def _flat(V, f):  # type: ignore[no-untyped-def]
+    """Entry ``f`` of the (R, 3) array ``V`` read as a flat array (support blocks)."""
+    r = f // 3
+    return V[r, f - 3 * r]
+
+
+@njit(cache=True)
+def mesh_vertex_count(V):  # type: ignore[no-untyped-def]
+    """Number of hull vertices in a mesh's kernel vertex data ``V``: its rows, or the ``k`` of
+    a support block (whose first ``k`` rows are the vertices; see :mod:`.hull`)."""
+    m = V.shape[0]
+    if m > 0 and V[m - 1, 0] == SUPPORT_BLOCK_MARK:
+        return int(V[m - 1, 1])
+    return m
+
+
+@njit(cache=True)
+def _mesh_support(V, lx, ly, lz, hint):  # type: ignore[no-untyped-def]
+    """Hull vertex of ``V`` farthest along ``l`` (local frame) and its index.
+
+    ``V`` is a plain ``(k, 3)`` vertex array (scanned) or a support block (see
+    :mod:`.hull`), climbed along hull edges from vertex ``hint`` (a cold start from the vertex
+    extreme along the dominant axis of ``l`` when ``hint < 0``): on a convex polytope a vertex
+    with no better neighbour is a global maximum."""
+    m = V.shape[0]
+    if m == 0:
+        return 0.0, 0.0, 0.0, -1
+    if V[m - 1, 0] == SUPPORT_BLOCK_MARK:
+        k = int(V[m - 1, 1])
+        base = 3 * k
+        bi = hint
+        if bi < 0 or bi >= k:
+            ax = abs(lx)
+            ay = abs(ly)
+            az = abs(lz)
+            if ax >= ay and ax >= az:
+                e = 0 if lx >= 0.0 else 1
+            elif ay >= az:
+                e = 2 if ly >= 0.0 else 3
+            else:
+                e = 4 if lz >= 0.0 else 5
+            bi = int(_flat(V, base + e))
+        best = V[bi, 0] * lx + V[bi, 1] * ly + V[bi, 2] * lz
+        for _ in range(k):  # each step strictly improves: at most k steps
+            nb = bi
+            f1 = int(_flat(V, base + 7 + bi))
+            for f in range(int(_flat(V, base + 6 + bi)), f1):
+                j = int(_flat(V, f))
+                dd = V[j, 0] * lx + V[j, 1] * ly + V[j, 2] * lz
+                if dd > best:
+                    best = dd
+                    nb = j
+            if nb == bi:
+                break
+            bi = nb
+        return V[bi, 0], V[bi, 1], V[bi, 2], bi
     best = V[0, 0] * lx + V[0, 1] * ly + V[0, 2] * lz
     bi = 0
-    for i in range(1, k):
+    for i in range(1, m):
         dd = V[i, 0] * lx + V[i, 1] * ly + V[i, 2] * lz
         if dd > best:
             best = dd
             bi = i
-    return V[bi, 0], V[bi, 1], V[bi, 2]
+    return V[bi, 0], V[bi, 1], V[bi, 2], bi
 
 
 @njit(cache=True)
-def _support(kind, P, V, dx, dy, dz):  # type: ignore[no-untyped-def]
+def _support(kind, P, V, dx, dy, dz, hint):  # type: ignore[no-untyped-def]
     """Support point (common frame) in direction ``d`` of the core of a posed shape packed as
     ``P = (p0, p1, p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz)`` (params and
-    the top three rows of its pose); ``V``: hull vertices (meshes only)."""
+    the top three rows of its pose); ``V``: hull vertex data (meshes only). Returns the point
+    and, for meshes, the vertex index (a ``hint`` for the next call in a nearby direction;
+    -1 for other shapes)."""
     p0, p1, p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz = P
     lx = r00 * dx + r10 * dy + r20 * dz
     ly = r01 * dx + r11 * dy + r21 * dz
     lz = r02 * dx + r12 * dy + r22 * dz
+    idx = -1
     if kind == MESH:
-        sx, sy, sz = _nothrow(_mesh_support, V, lx, ly, lz)
+        sx, sy, sz, idx = _nothrow(_mesh_support, V, lx, ly, lz, hint)
     elif kind == BOX:
         sx = p0 if lx >= 0.0 else -p0
         sy = p1 if ly >= 0.0 else -p1
@@ -470,14 +533,17 @@ def _support(kind, P, V, dx, dy, dz):  # type: ignore[no-untyped-def]
         r00 * sx + r01 * sy + r02 * sz + tx,
         r10 * sx + r11 * sy + r12 * sz + ty,
         r20 * sx + r21 * sy + r22 * sz + tz,
+        idx,
     )
 
 
 # --------------------------------------------------------------------------------------------
 # GJK
 # --------------------------------------------------------------------------------------------
-# Simplex scratch S (8, 10): rows 0-3 the simplex, rows 4-7 a backup; columns 0:3 Minkowski
+# Simplex scratch S (9, 10): rows 0-3 the simplex, rows 4-7 a backup; columns 0:3 Minkowski
 # point w = a - b, 3:6 support point a of A, 6:9 support point b of B, 9 barycentric weight.
+# Row 8: S[8, 0] / S[8, 1] the last mesh support vertex of A / B (-1: none), the starting point
+# of the next support search (see _mesh_support).
 
 
 @njit(cache=True)
@@ -668,10 +734,13 @@ def _compact(S, ns):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz):  # type: ignore[no-untyped-def]
-    """Row ``i`` of ``S`` := support point of A - B in direction ``d`` (with its parts)."""
-    ax, ay, az = _nothrow(_support, ka, PA, va, dx, dy, dz)
-    bx, by, bz = _nothrow(_support, kb, PB, vb, -dx, -dy, -dz)
+def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz, H):  # type: ignore[no-untyped-def]
+    """Row ``i`` of ``S`` := support point of A - B in direction ``d`` (with its parts).
+    ``H[8, 0:2]`` holds the support hints of A and B (the GJK scratch layout), updated."""
+    ax, ay, az, ha = _nothrow(_support, ka, PA, va, dx, dy, dz, int(H[8, 0]))
+    bx, by, bz, hb = _nothrow(_support, kb, PB, vb, -dx, -dy, -dz, int(H[8, 1]))
+    H[8, 0] = ha
+    H[8, 1] = hb
     S[i, 0] = ax - bx
     S[i, 1] = ay - by
     S[i, 2] = az - bz
@@ -683,35 +752,53 @@ def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz):  # type: ignore[no-unt
     S[i, 8] = bz
     # keep va and vb alive up to here so that all three arrays are released in one block: the
     # refcount pruning then removes their increfs/decrefs (see "Calling convention")
-    return va.shape[0] + vb.shape[0]
+    return va.shape[0] + vb.shape[0] + H.shape[0]
 
 
 @njit(cache=True)
-def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
+def _gjk(ka, PA, va, kb, PB, vb, S, margin):  # type: ignore[no-untyped-def]
     """GJK distance between the cores. Returns ``(overlap, ns)``; the simplex and its weights
     are left in ``S[:ns]``. ``overlap`` is True when the core distance is below ``CONTACT_TOL``
-    (origin inside or on the simplex): EPA must take over."""
+    (origin inside or on the simplex): EPA must take over.
+
+    With ``margin > 0`` (m) it only decides whether the core distance is below ``margin``: it
+    returns ``overlap`` True as soon as the simplex comes within ``margin`` of the origin (an
+    upper bound of the distance) and False as soon as a support plane certifies a distance of
+    at least ``margin`` (a lower bound); the simplex is then not the closest one."""
+    # initial direction: between the shapes' centres (a mesh's params hold its centre)
     vx = PB[6] - PA[6]
     vy = PB[10] - PA[10]
     vz = PB[14] - PA[14]
+    if kb == MESH:
+        vx += PB[3] * PB[0] + PB[4] * PB[1] + PB[5] * PB[2]
+        vy += PB[7] * PB[0] + PB[8] * PB[1] + PB[9] * PB[2]
+        vz += PB[11] * PB[0] + PB[12] * PB[1] + PB[13] * PB[2]
+    if ka == MESH:
+        vx -= PA[3] * PA[0] + PA[4] * PA[1] + PA[5] * PA[2]
+        vy -= PA[7] * PA[0] + PA[8] * PA[1] + PA[9] * PA[2]
+        vz -= PA[11] * PA[0] + PA[12] * PA[1] + PA[13] * PA[2]
     if vx * vx + vy * vy + vz * vz < 1e-24:
         vx, vy, vz = 1.0, 0.0, 0.0
-    _nothrow(_add_point, S, 0, ka, PA, va, kb, PB, vb, vx, vy, vz)
+    _nothrow(_add_point, S, 0, ka, PA, va, kb, PB, vb, vx, vy, vz, S)
     S[0, 9] = 1.0
     ns = 1
     vx = S[0, 0]
     vy = S[0, 1]
     vz = S[0, 2]
+    lim = max(CONTACT_TOL, margin)
     for _ in range(GJK_MAX_ITERATIONS):
         dist2 = vx * vx + vy * vy + vz * vz
-        if dist2 <= CONTACT_TOL * CONTACT_TOL:
+        if dist2 <= lim * lim:
             return True, ns
-        _nothrow(_add_point, S, ns, ka, PA, va, kb, PB, vb, -vx, -vy, -vz)
+        _nothrow(_add_point, S, ns, ka, PA, va, kb, PB, vb, -vx, -vy, -vz, S)
         wx = S[ns, 0]
         wy = S[ns, 1]
         wz = S[ns, 2]
         dist = math.sqrt(dist2)
-        gap = dist2 - (vx * wx + vy * wy + vz * wz)
+        vw = vx * wx + vy * wy + vz * wz
+        if margin > 0.0 and vw >= margin * dist:
+            return False, ns  # the plane through w normal to v separates by >= margin
+        gap = dist2 - vw
         if gap <= dist * max(GJK_ABS_TOL, GJK_REL_TOL * dist):
             break  # v is within tolerance of the closest point
         dup = False
@@ -750,7 +837,7 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
         vx = nvx
         vy = nvy
         vz = nvz
-    if vx * vx + vy * vy + vz * vz <= CONTACT_TOL * CONTACT_TOL:
+    if vx * vx + vy * vy + vz * vz <= lim * lim:
         return True, ns
     return False, ns
 
@@ -764,9 +851,9 @@ def _gjk(ka, PA, va, kb, PB, vb, S):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-def]
+def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb, H):  # type: ignore[no-untyped-def]
     """Grow the GJK simplex (origin on or inside it) into a non-degenerate tetrahedron.
-    Returns the number of vertices reached (4 on success)."""
+    Returns the number of vertices reached (4 on success). ``H``: support hints (GJK scratch)."""
     for _ in range(12):
         if nv == 4:
             e1x = V[1, 0] - V[0, 0]
@@ -813,7 +900,7 @@ def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-d
             for sgn in (1.0, -1.0):
                 _nothrow(
                     _add_point, V, 3, ka, PA, va, kb, PB, vb,
-                    sgn * mx, sgn * my, sgn * mz,
+                    sgn * mx, sgn * my, sgn * mz, H,
                 )
                 h = sgn * (
                     mx * (V[3, 0] - V[0, 0]) + my * (V[3, 1] - V[0, 1]) + mz * (V[3, 2] - V[0, 2])
@@ -843,7 +930,7 @@ def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-d
                 s = math.sin(k * math.pi / 3.0)
                 _nothrow(
                     _add_point, V, 2, ka, PA, va, kb, PB, vb,
-                    c * e1x + s * e2x, c * e1y + s * e2y, c * e1z + s * e2z,
+                    c * e1x + s * e2x, c * e1y + s * e2y, c * e1z + s * e2z, H,
                 )
                 rx = V[2, 0] - V[0, 0]
                 ry = V[2, 1] - V[0, 1]
@@ -864,7 +951,7 @@ def _expand_simplex(V, nv, ka, PA, va, kb, PB, vb):  # type: ignore[no-untyped-d
                 dx = sgn if k % 3 == 0 else 0.0
                 dy = sgn if k % 3 == 1 else 0.0
                 dz = sgn if k % 3 == 2 else 0.0
-                _nothrow(_add_point, V, 1, ka, PA, va, kb, PB, vb, dx, dy, dz)
+                _nothrow(_add_point, V, 1, ka, PA, va, kb, PB, vb, dx, dy, dz, H)
                 rx = V[1, 0] - V[0, 0]
                 ry = V[1, 1] - V[0, 1]
                 rz = V[1, 2] - V[0, 2]
@@ -927,6 +1014,8 @@ def _refine_depth(ka, PA, va, kb, PB, vb, f0, nx, ny, nz):  # type: ignore[no-un
     s = 0.0
     t = 0.0
     fbest = f0
+    ha = -1
+    hb = -1
     for rnd in range(2):
         step = 0.05 if rnd == 0 else 1e-3
         turn = 0.0 if rnd == 0 else math.pi / 16.0
@@ -944,8 +1033,8 @@ def _refine_depth(ka, PA, va, kb, PB, vb, f0, nx, ny, nz):  # type: ignore[no-un
                 ux /= ul
                 uy /= ul
                 uz /= ul
-                ax, ay, az = _nothrow(_support, ka, PA, va, ux, uy, uz)
-                bx, by, bz = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz)
+                ax, ay, az, ha = _nothrow(_support, ka, PA, va, ux, uy, uz, ha)
+                bx, by, bz, hb = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz, hb)
                 fv = ux * (ax - bx) + uy * (ay - by) + uz * (az - bz)
                 if fv < fbest:
                     fbest = fv
@@ -979,7 +1068,7 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
     for i in range(ns):
         for c in range(9):
             V[i, c] = S[i, c]
-    nv = _nothrow(_expand_simplex, V, ns, ka, PA, va, kb, PB, vb)
+    nv = _nothrow(_expand_simplex, V, ns, ka, PA, va, kb, PB, vb, S)
     if nv < 4:
         # flat Minkowski difference (impossible for the pairs routed here): report contact at
         # the simplex's mean point of A
@@ -1028,7 +1117,7 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
         bd = FN[f, 3]
         if nv >= vcap or not math.isfinite(bd):
             break
-        _nothrow(_add_point, V, nv, ka, PA, va, kb, PB, vb, bnx, bny, bnz)
+        _nothrow(_add_point, V, nv, ka, PA, va, kb, PB, vb, bnx, bny, bnz, S)
         wx = V[nv, 0]
         wy = V[nv, 1]
         wz = V[nv, 2]
@@ -1084,8 +1173,8 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
         # the best queried normal and from the normal of the closest face (lower-bound region)
         depth, ux, uy, uz = _nothrow(_refine_depth, ka, PA, va, kb, PB, vb, ub, unx, uny, unz)
         if math.isfinite(bd):
-            ax, ay, az = _nothrow(_support, ka, PA, va, bnx, bny, bnz)
-            bx, by, bz = _nothrow(_support, kb, PB, vb, -bnx, -bny, -bnz)
+            ax, ay, az, _ = _nothrow(_support, ka, PA, va, bnx, bny, bnz, int(S[8, 0]))
+            bx, by, bz, _ = _nothrow(_support, kb, PB, vb, -bnx, -bny, -bnz, int(S[8, 1]))
             f1 = bnx * (ax - bx) + bny * (ay - by) + bnz * (az - bz)
             d2, vx, vy, vz = _nothrow(_refine_depth, ka, PA, va, kb, PB, vb, f1, bnx, bny, bnz)
             if d2 < depth:
@@ -1116,9 +1205,9 @@ def _epa(ka, PA, va, kb, PB, vb, S, ns):  # type: ignore[no-untyped-def]
             by = li * V[i, 7] + lj * V[j, 7] + lk * V[k, 7]
             bz = li * V[i, 8] + lj * V[j, 8] + lk * V[k, 8]
             # move each point along u onto its shape's supporting plane (exact support values)
-            sx, sy, sz = _nothrow(_support, ka, PA, va, ux, uy, uz)
+            sx, sy, sz, _ = _nothrow(_support, ka, PA, va, ux, uy, uz, int(S[8, 0]))
             ha = ux * (sx - ax) + uy * (sy - ay) + uz * (sz - az)
-            sx, sy, sz = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz)
+            sx, sy, sz, _ = _nothrow(_support, kb, PB, vb, -ux, -uy, -uz, int(S[8, 1]))
             hb = ux * (bx - sx) + uy * (by - sy) + uz * (bz - sz)
             ax += ha * ux
             ay += ha * uy
@@ -1199,8 +1288,10 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
     )
     ra = pa[0] if ka in (SPHERE, CAPSULE) else 0.0
     rb = pb[0] if kb in (SPHERE, CAPSULE) else 0.0
-    S = np.empty((8, 10))
-    overlap, ns = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S)
+    S = np.empty((9, 10))
+    S[8, 0] = -1.0
+    S[8, 1] = -1.0
+    overlap, ns = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S, 0.0)
     if overlap:
         depth, nx, ny, nz, ax, ay, az, bx, by, bz = _nothrow(
             _epa, ka, PA, va, kb, PB, vb, S, ns
@@ -1234,6 +1325,34 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
         bx - rb * nx, by - rb * ny, bz - rb * nz,
         nx, ny, nz,
     )
+
+
+@njit(cache=True)
+def _gjk_within(ka, pa, Ta, va, kb, pb, Tb, vb, pad):  # type: ignore[no-untyped-def]
+    """True when the signed distance of the pair is below ``pad`` (m), by GJK with early exits
+    and no EPA (see ``_gjk``'s ``margin``); the full computation when ``pad`` plus the radii is
+    negative (a penetration depth must be compared). Cores closer than ``CONTACT_TOL`` count as
+    overlapping, as in :func:`shape_distance`."""
+    ra = pa[0] if ka in (SPHERE, CAPSULE) else 0.0
+    rb = pb[0] if kb in (SPHERE, CAPSULE) else 0.0
+    margin = pad + ra + rb
+    if margin < 0.0:
+        r = _nothrow(_gjk_epa, ka, pa, Ta, va, kb, pb, Tb, vb)
+        return r[0] < pad
+    margin = max(margin, CONTACT_TOL)
+    PA = (
+        pa[0], pa[1], pa[2], Ta[0, 0], Ta[0, 1], Ta[0, 2], Ta[0, 3],
+        Ta[1, 0], Ta[1, 1], Ta[1, 2], Ta[1, 3], Ta[2, 0], Ta[2, 1], Ta[2, 2], Ta[2, 3],
+    )
+    PB = (
+        pb[0], pb[1], pb[2], Tb[0, 0], Tb[0, 1], Tb[0, 2], Tb[0, 3],
+        Tb[1, 0], Tb[1, 1], Tb[1, 2], Tb[1, 3], Tb[2, 0], Tb[2, 1], Tb[2, 2], Tb[2, 3],
+    )
+    S = np.empty((9, 10))
+    S[8, 0] = -1.0
+    S[8, 1] = -1.0
+    overlap, _ = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S, margin)
+    return overlap
 
 
 # --------------------------------------------------------------------------------------------
@@ -1317,6 +1436,36 @@ def shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n):  # type: ignore[n
     return r[0]
 
 
+@njit(cache=True)
+def bound_center(kind, p, T):  # type: ignore[no-untyped-def]
+    """Centre (common frame) of the bounding sphere of radius ``p[3]`` of a shape posed by
+    ``T``: a mesh's bounding-box centre ``p[0:3]``, else the shape's origin (only the
+    translation of ``T`` is read for non-meshes: spheres may carry a centre-only pose)."""
+    if kind == MESH:
+        return (
+            T[0, 0] * p[0] + T[0, 1] * p[1] + T[0, 2] * p[2] + T[0, 3],
+            T[1, 0] * p[0] + T[1, 1] * p[1] + T[1, 2] * p[2] + T[1, 3],
+            T[2, 0] * p[0] + T[2, 1] * p[1] + T[2, 2] * p[2] + T[2, 3],
+        )
+    return T[0, 3], T[1, 3], T[2, 3]
+
+
+@njit(cache=True, inline="always")
+def shape_overlap(ka, pa, Ta, va, kb, pb, Tb, vb, pad, wa, wb, n):  # type: ignore[no-untyped-def]
+    """True when the signed distance of A and B (encoded as for :func:`shape_distance`) is
+    below ``pad`` (m): the boolean question of validity checks. Closed-form pairs are computed
+    exactly; GJK pairs stop as soon as the answer is certain and never run EPA (penetration
+    depth is not needed). Agrees with ``shape_distance(...) < pad`` except within the GJK
+    tolerance of the boundary. ``wa``, ``wb``, ``n`` (3,) are scratch."""
+    if (ka <= CAPSULE and kb <= CAPSULE) or (ka == SPHERE and kb == BOX) or (
+        ka == BOX and kb == SPHERE
+    ):
+        hit = shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n) < pad
+    else:
+        hit = _nothrow(_gjk_within, ka, pa, Ta, va, kb, pb, Tb, vb, pad)
+    return hit
+
+
 # --------------------------------------------------------------------------------------------
 # Python convenience wrapper
 # --------------------------------------------------------------------------------------------
@@ -1348,11 +1497,11 @@ def distance(
         int(shape_a.kind),
         np.ascontiguousarray(shape_a.params(), dtype=np.float64),
         _pose("pose_a", pose_a),
-        np.ascontiguousarray(shape_a.vertices(), dtype=np.float64).reshape(-1, 3),
+        np.ascontiguousarray(shape_a.kernel_vertices(), dtype=np.float64).reshape(-1, 3),
         int(shape_b.kind),
         np.ascontiguousarray(shape_b.params(), dtype=np.float64),
         _pose("pose_b", pose_b),
-        np.ascontiguousarray(shape_b.vertices(), dtype=np.float64).reshape(-1, 3),
+        np.ascontiguousarray(shape_b.kernel_vertices(), dtype=np.float64).reshape(-1, 3),
         wa,
         wb,
         n,

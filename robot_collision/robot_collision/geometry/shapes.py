@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import MeshError, ShapeError
 from ..load_limits import LoadLimits, limits_or_default
+from .hull import convex_hull, support_block
 from .mesh_io import load_mesh, mesh_scale
 
 __all__ = [
@@ -67,12 +68,19 @@ class Shape:
 
     def params(self) -> NDArray[np.float64]:
         """Kernel parameters ``(4,)``: sphere ``[r]``, capsule/cylinder ``[r, half_length]``,
-        box ``[hx, hy, hz]`` (half extents); unused entries are zero."""
+        box ``[hx, hy, hz]`` (half extents), mesh ``[cx, cy, cz]`` (centre of its bounding box);
+        unused entries of 0-2 are zero; entry 3 is the radius of a sphere that encloses the
+        shape about its origin (about the centre for meshes), for culling shape pairs."""
         raise NotImplementedError
 
     def vertices(self) -> NDArray[np.float64]:
         """Hull vertices ``(k, 3)`` in the local frame (empty for analytic shapes)."""
         return _EMPTY_VERTS
+
+    def kernel_vertices(self) -> NDArray[np.float64]:
+        """The vertex data the compiled kernels read (``(r, 3)``): :meth:`vertices`, or for
+        large hulls a support block (see :mod:`.hull`)."""
+        return self.vertices()
 
     def bounding_radius(self) -> float:
         """Radius (m) of a sphere about the local origin that encloses the shape."""
@@ -95,7 +103,7 @@ class Sphere(Shape):
         object.__setattr__(self, "radius", _positive("Sphere radius", self.radius))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([self.radius, 0.0, 0.0, 0.0])
+        return np.array([self.radius, 0.0, 0.0, self.radius])
 
     def bounding_radius(self) -> float:
         return self.radius
@@ -119,7 +127,7 @@ class Capsule(Shape):
         )
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([self.radius, 0.5 * self.length, 0.0, 0.0])
+        return np.array([self.radius, 0.5 * self.length, 0.0, self.bounding_radius()])
 
     def bounding_radius(self) -> float:
         return self.radius + 0.5 * self.length
@@ -143,7 +151,7 @@ class Box(Shape):
             object.__setattr__(self, name, _positive(f"Box {name}", getattr(self, name)))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([0.5 * self.x, 0.5 * self.y, 0.5 * self.z, 0.0])
+        return np.array([0.5 * self.x, 0.5 * self.y, 0.5 * self.z, self.bounding_radius()])
 
     def bounding_radius(self) -> float:
         return 0.5 * float(np.sqrt(self.x**2 + self.y**2 + self.z**2))
@@ -165,7 +173,7 @@ class Cylinder(Shape):
         object.__setattr__(self, "length", _positive("Cylinder length", self.length))
 
     def params(self) -> NDArray[np.float64]:
-        return np.array([self.radius, 0.5 * self.length, 0.0, 0.0])
+        return np.array([self.radius, 0.5 * self.length, 0.0, self.bounding_radius()])
 
     def bounding_radius(self) -> float:
         return float(np.hypot(self.radius, 0.5 * self.length))
@@ -173,23 +181,6 @@ class Cylinder(Shape):
     def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         r = self.radius
         return np.zeros(3), np.array([r, r, 0.5 * self.length])
-
-
-def _convex_hull_vertices(points: NDArray[np.float64], source: str) -> NDArray[np.float64]:
-    from scipy.spatial import ConvexHull, QhullError
-
-    pts = np.asarray(points, dtype=float)
-    if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 4:
-        raise MeshError(f"mesh {source} needs at least 4 vertices as a (k, 3) array")
-    if not np.all(np.isfinite(pts)):
-        raise MeshError(f"mesh {source} has non-finite vertices")
-    try:
-        hull = ConvexHull(pts)
-    except QhullError as exc:
-        raise MeshError(
-            f"mesh {source} is flat or degenerate (no 3-D convex hull): {exc}".splitlines()[0]
-        ) from exc
-    return np.ascontiguousarray(pts[hull.vertices])
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,6 +194,7 @@ class Mesh(Shape):
     scale: Union[float, ArrayLike] = 1.0
     limits: Optional[LoadLimits] = field(default=None, repr=False, compare=False)
     hull: NDArray[np.float64] = field(init=False, repr=False)
+    support: NDArray[np.float64] = field(init=False, repr=False)
     kind = MESH
 
     def __post_init__(self) -> None:
@@ -224,13 +216,23 @@ class Mesh(Shape):
                 raise MeshError(lim.exceeded("max_mesh_vertices", "mesh vertex count", len(pts)))
             if pts.ndim == 2 and pts.shape[1] == 3:
                 pts = pts * scale
-        object.__setattr__(self, "hull", _convex_hull_vertices(pts, label))
+        hull, neighbours = convex_hull(pts, label)
+        object.__setattr__(self, "hull", hull)
+        object.__setattr__(self, "support", support_block(hull, neighbours))
 
     def params(self) -> NDArray[np.float64]:
-        return np.zeros(4)
+        """``[cx, cy, cz, r]``: centre of the hull's bounding box (local frame) and the radius
+        of a sphere about it that encloses the hull (the kernels start GJK from the centre and
+        cull with the sphere; a mesh's origin is often far from its geometry)."""
+        c = self.local_box()[0]
+        r = float(np.max(np.linalg.norm(self.hull - c, axis=1)))
+        return np.array([c[0], c[1], c[2], r])
 
     def vertices(self) -> NDArray[np.float64]:
         return self.hull
+
+    def kernel_vertices(self) -> NDArray[np.float64]:
+        return self.support
 
     def bounding_radius(self) -> float:
         return float(np.max(np.linalg.norm(self.hull, axis=1)))

@@ -10,15 +10,17 @@ m for prismatic ones; poses are (4, 4) in the base (root link) frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigurationError, ModelError, ShapeError, SRDFError, UnknownNameError
-from ..geometry.shapes import Shape
+from ..geometry.decomposition import MESH_MODES, DecompositionOptions, decomposed_meshes
+from ..geometry.shapes import Mesh, Shape
 from ..load_limits import LoadLimits
 from .kinematics import (
     PRISMATIC,
@@ -37,7 +39,11 @@ from .urdf import (
     parse_urdf,
 )
 
-__all__ = ["JointInfo", "RobotModel", "CONTINUOUS_SAMPLE_RANGE"]
+__all__ = ["JointInfo", "RobotModel", "CONTINUOUS_SAMPLE_RANGE", "MeshMode"]
+
+MeshMode = Union[str, Mapping[str, str]]
+"""``"hull"`` or ``"decomposition"`` for every link, or a mapping from link names to either
+(``"*"``: the default for links not named, else ``"hull"``)."""
 
 CONTINUOUS_SAMPLE_RANGE = np.pi
 """Continuous joints (no limits) are sampled in ``[-pi, pi]``."""
@@ -86,15 +92,23 @@ class RobotModel:
         package_dirs: PackageDirs = None,
         limits: Optional[LoadLimits] = None,
         warn: bool = True,
+        mesh_mode: MeshMode = "hull",
+        decomposition: Optional[DecompositionOptions] = None,
     ) -> RobotModel:
         """Load a URDF and an optional SRDF, each a file path, XML text or XML bytes.
 
         ``limits`` caps file sizes and counts and sets loading defaults
         (:class:`~robot_collision.load_limits.LoadLimits`; defaults when None). What the loader
         had to drop or default is in ``model.load_report`` and, with ``warn``, also issued as
-        :class:`~robot_collision.errors.ModelLoadWarning` warnings."""
+        :class:`~robot_collision.errors.ModelLoadWarning` warnings.
+
+        ``mesh_mode`` chooses how each link's meshes collide: ``"hull"`` (default, MATLAB
+        semantics: the convex hull of each mesh) or ``"decomposition"`` (the convex parts of a
+        CoACD decomposition with ``decomposition`` options, cached on disk; see
+        :mod:`robot_collision.geometry.decomposition`), for all links or per link name."""
         report = LoadReport(warn=warn)
         desc = parse_urdf(path_or_xml, package_dirs=package_dirs, limits=limits, report=report)
+        desc = _apply_mesh_mode(desc, mesh_mode, decomposition or DecompositionOptions())
         model = cls(desc)
         if srdf is not None:
             all_joints = [j.name for j in desc.joints]
@@ -423,3 +437,41 @@ class RobotModel:
             f"RobotModel({self.name!r}, base={self.base_name!r}, bodies={self.num_bodies}, "
             f"joints={self.num_joints})"
         )
+
+
+def _apply_mesh_mode(
+    desc: URDFDescription, mesh_mode: MeshMode, options: DecompositionOptions
+) -> URDFDescription:
+    """``desc`` with the mesh files of the links in ``"decomposition"`` mode replaced by their
+    convex parts (same collision origin)."""
+    names = {ln.name for ln in desc.links}
+    if isinstance(mesh_mode, str):
+        modes: dict[str, str] = {"*": mesh_mode}
+    elif isinstance(mesh_mode, Mapping):
+        modes = dict(mesh_mode)
+    else:
+        raise ModelError(f"mesh_mode must be a string or a mapping, got {type(mesh_mode).__name__}")
+    for key, mode in modes.items():
+        if mode not in MESH_MODES:
+            raise ModelError(
+                f"mesh_mode {mode!r} for {key!r} is not one of {', '.join(MESH_MODES)}"
+            )
+        if key != "*" and key not in names:
+            raise UnknownNameError(f"mesh_mode names link {key!r}, which is not in the URDF")
+    default = modes.get("*", "hull")
+    if default == "hull" and all(m == "hull" for m in modes.values()):
+        return desc
+    links = []
+    for ln in desc.links:
+        if modes.get(ln.name, default) != "decomposition":
+            links.append(ln)
+            continue
+        cols: list[tuple[Shape, NDArray[np.float64]]] = []
+        for shape, pose in ln.collisions:
+            if isinstance(shape, Mesh) and isinstance(shape.source, (str, os.PathLike)):
+                parts = decomposed_meshes(shape.source, shape.scale, options)
+                cols.extend((part, pose @ offset) for part, offset in parts)
+            else:
+                cols.append((shape, pose))
+        links.append(replace(ln, collisions=cols))
+    return replace(desc, links=links)

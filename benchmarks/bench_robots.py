@@ -1,0 +1,169 @@
+"""Real robots (example-robot-data) against pinocchio + coal in the same process.
+
+``robots``: per robot (every corpus URDF with collision geometry that loads; ``--quick``: the
+oracle robots of issue 13 only): ``load_s`` (``RobotModel.from_urdf`` with its SRDF),
+``is_valid_us`` (one boolean self-collision check from Python, mean over random configurations
+within the limits, median of repeats) and ``coal_us`` (``pin.computeCollisions``
+stop-at-first-collision on the same link pairs, coal's convex hulls of the same meshes, same
+configurations), ``ratio`` (ours / coal; issue 13 target <= 1 on every robot), ``colliding``
+(fraction of the random configurations in collision), ``disagree`` (configurations where the
+two answers differ).
+
+``oracle_robots``: for UR5, Panda, Kinova, TIAGo and Talos, ``generate_srdf_s`` (wall time of
+``generate_disabled_pairs`` with ``srdf_samples`` samples, kernels warm) and its reason counts;
+``false_collision_hull`` (share of random configurations that the hulls flag but coal's exact
+triangle meshes clear; none may be missed) and, for the robots in :data:`DECOMPOSED`, the same
+for the CoACD decomposition (``false_collision_decomposition``), its ``decomposition_load_s``
+(from the on-disk cache when warm; the first run computes it: minutes) and
+``is_valid_decomposition_us``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import robot_corpus as rc
+
+from robot_collision import CollisionChecker, RobotModel
+from robot_collision.collision.srdf_generation import (
+    SRDFGenerationOptions,
+    generate_disabled_pairs,
+)
+
+DECOMPOSED = ("ur5", "panda")
+"""Robots also measured with every mesh decomposed (the cache makes repeated runs fast)."""
+
+def _corpus_entries(quick: bool) -> list[tuple[str, Any, Any]]:
+    """(name, urdf path, srdf path or None) of the robots to measure."""
+    if quick:
+        return [(n, r.urdf_path(), r.srdf_path()) for n, r in rc.ROBOTS.items()]
+    return [(rc.name(u), u, rc.srdf_for(u)) for u in rc.urdf_files()]
+
+
+def _load(urdf: Any, srdf: Any) -> RobotModel:
+    try:
+        return RobotModel.from_urdf(urdf, srdf=srdf, package_dirs=rc.package_dirs())
+    except Exception:
+        if srdf is None:
+            raise
+        return RobotModel.from_urdf(urdf, package_dirs=rc.package_dirs())
+
+
+def _timed_mean_us(fn: Any, Q: np.ndarray) -> float:
+    t0 = time.perf_counter()
+    for q in Q:
+        fn(q)
+    return (time.perf_counter() - t0) / len(Q) * 1e6
+
+
+def measure_robot(urdf: Any, srdf: Any, n_configs: int, repeats: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    robot = _load(urdf, srdf)
+    load_s = time.perf_counter() - t0
+    shapes = [s for n in robot.link_names for s, _ in robot.collision_geometry(n)]
+    res: dict[str, Any] = {
+        "load_s": round(load_s, 3),
+        "joints": robot.num_joints,
+        "shapes": len(shapes),
+        "max_hull_vertices": max([len(s.vertices()) for s in shapes] or [0]),
+    }
+    checker = CollisionChecker(robot)
+    oracle = rc.PinOracle(robot, checker, urdf)
+    res["pairs"] = len(oracle.pairs)
+    if not oracle.pairs:
+        return res
+    rng = np.random.default_rng(0)
+    Q = np.array([robot.random_configuration(rng) for _ in range(n_configs)])
+    valid = np.array([checker.is_valid(q) for q in Q])  # also warms up
+    ref = np.array([not oracle.in_collision(q) for q in Q])
+    ours, theirs = [], []
+    for _ in range(repeats):  # interleaved, so that machine noise hits both alike
+        ours.append(_timed_mean_us(checker.is_valid, Q))
+        theirs.append(_timed_mean_us(oracle.in_collision, Q))
+    res["is_valid_us"] = round(float(np.median(ours)), 2)
+    res["coal_us"] = round(float(np.median(theirs)), 2)
+    res["ratio"] = round(res["is_valid_us"] / res["coal_us"], 3)
+    res["colliding"] = round(float(1.0 - valid.mean()), 3)
+    res["disagree"] = int(np.sum(valid != ref))
+    return res
+
+
+def _false_collisions(
+    checker: CollisionChecker, exact: rc.PinOracle, Q: np.ndarray
+) -> tuple[float, int]:
+    """(share of ``Q`` flagged by ``checker`` but clear on the exact meshes, missed ones)."""
+    false = missed = 0
+    for q in Q:
+        e = exact.in_collision(q)
+        c = not checker.is_valid(q)
+        false += c and not e
+        missed += e and not c
+    return round(false / len(Q), 4), missed
+
+
+def measure_oracle_robot(name: str, quick: bool) -> dict[str, Any]:
+    cr = rc.ROBOTS[name]
+    try:
+        robot = cr.load()
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+    res: dict[str, Any] = {"joints": robot.num_joints}
+    samples = 10_000 if quick else 100_000
+    generate_disabled_pairs(robot, SRDFGenerationOptions(samples=100))  # compile / warm
+    gen = generate_disabled_pairs(robot, SRDFGenerationOptions(samples=samples, seed=0))
+    res.update(
+        srdf_samples=samples,
+        generate_srdf_s=round(gen.seconds, 2),
+        candidate_pairs=gen.candidate_pairs,
+        srdf_reasons=gen.by_reason(),
+    )
+    checker = CollisionChecker(robot)
+    exact = rc.PinOracle(robot, checker, cr.urdf_path(), mode="exact")
+    rng = np.random.default_rng(1)
+    Q = np.array([robot.random_configuration(rng) for _ in range(300 if quick else 1000)])
+    res["false_collision_hull"], res["missed_hull"] = _false_collisions(checker, exact, Q)
+    if name in DECOMPOSED:
+        t0 = time.perf_counter()
+        dec = cr.load(mesh_mode="decomposition")
+        res["decomposition_load_s"] = round(time.perf_counter() - t0, 2)
+        res["decomposition_shapes"] = sum(len(dec.collision_geometry(n)) for n in dec.link_names)
+        dchecker = CollisionChecker(dec)
+        f, m = _false_collisions(dchecker, exact, Q)
+        res["false_collision_decomposition"], res["missed_decomposition"] = f, m
+        dchecker.is_valid(Q[0])
+        res["is_valid_decomposition_us"] = round(_timed_mean_us(dchecker.is_valid, Q), 2)
+        res["is_valid_hull_us"] = round(_timed_mean_us(checker.is_valid, Q), 2)
+    return res
+
+
+def run(quick: bool = False) -> dict:
+    n_configs = 200 if quick else 500
+    repeats = 3 if quick else 7
+    oracle: dict[str, Any] = {}
+    for name in rc.ROBOTS:
+        oracle[name] = measure_oracle_robot(name, quick)
+        print(f"  {name}: {oracle[name]}", flush=True)
+    robots: dict[str, Any] = {}
+    for name, urdf, srdf in _corpus_entries(quick):
+        try:
+            robots[name] = measure_robot(urdf, srdf, n_configs, repeats)
+        except Exception as exc:  # not loadable (yet): say why
+            robots[name] = {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+        r = robots[name]
+        if "ratio" in r:
+            print(
+                f"  {name}: load {r['load_s']} s, is_valid {r['is_valid_us']} us, coal "
+                f"{r['coal_us']} us, ratio {r['ratio']}, hull <= {r['max_hull_vertices']} "
+                f"vertices, {r['pairs']} pairs, colliding {r['colliding']}",
+                flush=True,
+            )
+    ratios = [r["ratio"] for r in robots.values() if "ratio" in r]
+    return {
+        "oracle_robots": oracle,
+        "robots": robots,
+        "measured": len(ratios),
+        "worst_ratio": max(ratios) if ratios else None,
+        "disagreements": sum(r.get("disagree", 0) for r in robots.values()),
+    }

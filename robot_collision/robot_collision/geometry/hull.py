@@ -1,0 +1,108 @@
+"""Convex hulls of meshes and the vertex data the compiled support function reads.
+
+A mesh collides as the convex hull of its vertices (MATLAB semantics). The support function of
+GJK/EPA (:mod:`.distance`) needs the hull vertex farthest along a direction. Scanning every
+vertex costs ``k`` dot products per call, which dominated checks of real robots whose hulls have
+hundreds to thousands of vertices (issue 13: Kinova 800-1500, Z1 6877). For those the kernel
+reads a *support block* instead of the plain ``(k, 3)`` vertex array and climbs the hull's edge
+graph: on a convex polytope a vertex with no better neighbour is a global maximum, and from the
+previous answer (GJK's directions change little between iterations) it takes a step or two.
+
+Support block of a hull with ``k`` vertices (float64, ``(R, 3)``, rows read as a flat array of
+``3 R`` numbers where indices are stored as exactly representable floats):
+
+- rows ``0 .. k-1``: the hull vertices (local frame, m), as in the plain array;
+- flat ``3k + 0 .. 3k + 5``: indices of the vertices extreme along +x, -x, +y, -y, +z, -z (cold
+  starts);
+- flat ``3k + 6 .. 3k + 6 + k``: ``k + 1`` offsets (flat indices into the block) of each
+  vertex's neighbour list;
+- then the neighbour lists (vertex indices), padded to a whole row;
+- last row: ``(SUPPORT_BLOCK_MARK, k, 0)``; the mark (1e300) tells a block from a plain vertex
+  array, whose coordinates are below :data:`MAX_COORDINATE`. (Not NaN: kernels compiled with
+  fastmath may inline the test and fold a NaN check away.)
+
+Hulls of at most :data:`SUPPORT_BLOCK_MIN_VERTICES` vertices stay plain arrays: scanning them is
+faster than climbing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import MeshError
+
+__all__ = [
+    "MAX_COORDINATE",
+    "SUPPORT_BLOCK_MARK",
+    "SUPPORT_BLOCK_MIN_VERTICES",
+    "convex_hull",
+    "support_block",
+]
+
+SUPPORT_BLOCK_MIN_VERTICES = 32
+"""Hulls with more vertices than this get a support block (hill-climbing support)."""
+SUPPORT_BLOCK_MARK = 1e300
+"""First entry of a support block's last row."""
+MAX_COORDINATE = 1e9
+"""Largest accepted mesh vertex coordinate (m); larger ones are a unit or scale error."""
+
+
+def convex_hull(
+    points: NDArray[np.float64], source: str
+) -> tuple[NDArray[np.float64], list[NDArray[np.int64]]]:
+    """Hull vertices ``(k, 3)`` of ``points`` and each vertex's neighbours on the hull (indices
+    into the returned vertices). Raises :class:`MeshError` for fewer than 4 points, non-finite
+    or flat input."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 4:
+        raise MeshError(f"mesh {source} needs at least 4 vertices as a (k, 3) array")
+    if not np.all(np.isfinite(pts)):
+        raise MeshError(f"mesh {source} has non-finite vertices")
+    if np.max(np.abs(pts)) >= MAX_COORDINATE:
+        raise MeshError(
+            f"mesh {source} has vertices beyond {MAX_COORDINATE:g} m; check its units and scale"
+        )
+    try:
+        hull = ConvexHull(pts)
+    except QhullError as exc:
+        raise MeshError(
+            f"mesh {source} is flat or degenerate (no 3-D convex hull): {exc}".splitlines()[0]
+        ) from exc
+    index = np.full(len(pts), -1, dtype=np.int64)
+    index[hull.vertices] = np.arange(len(hull.vertices))
+    tri = index[hull.simplices]  # (m, 3) triangles over hull vertex indices
+    edges = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]])
+    edges = np.concatenate([edges, edges[:, ::-1]])
+    edges = np.unique(edges, axis=0)  # sorted by first vertex
+    k = len(hull.vertices)
+    splits = np.searchsorted(edges[:, 0], np.arange(1, k))
+    nbrs = np.split(edges[:, 1], splits)
+    return np.ascontiguousarray(pts[hull.vertices]), nbrs
+
+
+def support_block(
+    vertices: NDArray[np.float64], neighbours: list[NDArray[np.int64]]
+) -> NDArray[np.float64]:
+    """The kernel's vertex data for a hull (see the module docstring): the plain ``vertices``
+    for small hulls, else the support block."""
+    k = len(vertices)
+    if k <= SUPPORT_BLOCK_MIN_VERTICES:
+        return np.ascontiguousarray(vertices, dtype=float)
+    extremes = [int(np.argmax(s * vertices[:, a])) for a in range(3) for s in (1.0, -1.0)]
+    counts = np.array([len(n) for n in neighbours], dtype=np.int64)
+    first = 3 * k + 6 + k + 1  # flat index of the first neighbour list
+    offsets = first + np.concatenate([[0], np.cumsum(counts)])
+    flat = np.concatenate(
+        [
+            np.asarray(vertices, dtype=float).reshape(-1),
+            np.asarray(extremes, dtype=float),
+            offsets.astype(float),
+            np.concatenate(neighbours).astype(float) if k else np.zeros(0),
+        ]
+    )
+    pad = (-len(flat)) % 3
+    flat = np.concatenate([flat, np.zeros(pad), [SUPPORT_BLOCK_MARK, float(k), 0.0]])
+    return np.ascontiguousarray(flat.reshape(-1, 3))

@@ -1,0 +1,177 @@
+"""Convex decomposition (CoACD) of concave meshes: coverage, caching, URDF and world hooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_collision import CollisionChecker, MeshError, RobotModel, Sphere, UnknownNameError
+from robot_collision.errors import ModelError
+from robot_collision.geometry import decomposition as dec
+from robot_collision.geometry.decomposition import (
+    DecompositionOptions,
+    decompose,
+    mesh_world_objects,
+)
+from robot_collision.geometry.distance import distance
+from robot_collision.geometry.mesh_io import TriangleMesh
+from robot_collision.geometry.shapes import Mesh, WorldObject
+
+S = 0.1  # m per unit of the L below
+
+
+def l_prism() -> TriangleMesh:
+    """An L-shaped prism: the L (0,0) (2,0) (2,1) (1,1) (1,2) (0,2) (x S) extruded by S."""
+    ring = np.array([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]], dtype=float) * S
+    v = np.vstack([np.c_[ring, np.zeros(6)], np.c_[ring, np.full(6, S)]])
+    faces = []
+    for k in range(1, 5):  # caps: fans from (0, 0), which sees every vertex of the L
+        faces.append([0, k + 1, k])
+        faces.append([6, 6 + k, 6 + k + 1])
+    for k in range(6):  # sides
+        a, b = k, (k + 1) % 6
+        faces += [[a, b, 6 + b], [a, 6 + b, 6 + a]]
+    return TriangleMesh(v, np.array(faces, dtype=np.int64))
+
+
+def write_obj(mesh: TriangleMesh, path: Path) -> Path:
+    lines = [f"v {x} {y} {z}" for x, y, z in mesh.vertices]
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in mesh.faces]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture()
+def opts(tmp_path: Path) -> DecompositionOptions:
+    return DecompositionOptions(cache_dir=str(tmp_path / "cache"))
+
+
+def test_l_shape_parts_cover_it_and_clear_the_notch(opts: DecompositionOptions) -> None:
+    mesh = l_prism()
+    parts = decompose(mesh, opts)
+    assert len(parts) >= 2
+    shapes = [Mesh(p) for p in parts]
+    probe = Sphere(0.01)
+    # the notch point (1.3, 1.3) x S lies inside the hull but outside the L: the parts leave it free
+    notch = np.eye(4)
+    notch[:3, 3] = [1.3 * S, 1.3 * S, 0.5 * S]
+    hull_d = distance(Mesh(mesh.vertices), np.eye(4), probe, notch)[0]
+    part_d = min(distance(m, np.eye(4), probe, notch)[0] for m in shapes)
+    assert hull_d < 0 < part_d
+    # every point of the L (vertices and face centres) lies in some part
+    pts = np.vstack([mesh.vertices, mesh.vertices[mesh.faces].mean(axis=1)])
+    for p in pts:
+        T = np.eye(4)
+        T[:3, 3] = p
+        assert min(distance(m, np.eye(4), Sphere(1e-6), T)[0] for m in shapes) < 1e-6
+
+
+def test_cache_is_used_keyed_and_repaired(
+    opts: DecompositionOptions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mesh = l_prism()
+    first = decompose(mesh, opts)
+    files = list(Path(str(opts.cache_dir)).glob("*.npz"))
+    assert len(files) == 1
+
+    import coacd
+
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("CoACD ran although the result is cached")
+
+    monkeypatch.setattr(coacd, "run_coacd", boom)
+    again = decompose(mesh, opts)
+    assert len(again) == len(first) and all(np.array_equal(a, b) for a, b in zip(first, again))
+    # other options or another mesh: another key, so CoACD would run
+    other = DecompositionOptions(threshold=0.2, cache_dir=opts.cache_dir)
+    with pytest.raises(MeshError, match="decomposition failed"):
+        decompose(mesh, other)
+    with pytest.raises(MeshError, match="decomposition failed"):
+        decompose(TriangleMesh(mesh.vertices * 2.0, mesh.faces), opts)
+    monkeypatch.undo()
+    # a damaged cache file is recomputed and rewritten
+    files[0].write_bytes(b"not a cache file")
+    repaired = decompose(mesh, opts)
+    assert len(repaired) == len(first)
+    assert dec._read_cache(files[0]) is not None
+
+
+def test_cache_directory_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ROBOT_COLLISION_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert dec.cache_directory() == tmp_path / "xdg" / "robot_collision" / "decomposition"
+    monkeypatch.setenv("ROBOT_COLLISION_CACHE_DIR", str(tmp_path / "env"))
+    assert dec.cache_directory() == tmp_path / "env"
+    assert dec.cache_directory(DecompositionOptions(cache_dir="/x")) == Path("/x")
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(MeshError):
+        DecompositionOptions(threshold=0.0)
+    with pytest.raises(MeshError):
+        DecompositionOptions(preprocess="maybe")
+    with pytest.raises(MeshError, match="faces"):
+        decompose(TriangleMesh(l_prism().vertices, np.zeros((0, 3), dtype=np.int64)))
+
+
+URDF = """<robot name="bracket">
+  <link name="base"/>
+  <link name="l_link">
+    <collision><geometry><mesh filename="{mesh}" scale="1 1 1"/></geometry></collision>
+  </link>
+  <link name="other">
+    <collision><geometry><mesh filename="{mesh}"/></geometry></collision>
+  </link>
+  <joint name="j" type="revolute">
+    <parent link="base"/><child link="l_link"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" velocity="1" effort="1"/>
+  </joint>
+  <joint name="f" type="fixed"><parent link="l_link"/><child link="other"/></joint>
+</robot>"""
+
+
+def test_urdf_mesh_mode(opts: DecompositionOptions, tmp_path: Path) -> None:
+    path = write_obj(l_prism(), tmp_path / "l.obj")
+    xml = URDF.format(mesh=path)
+    hull = RobotModel.from_urdf(xml)
+    assert len(hull.collision_geometry("l_link")) == 1
+    full = RobotModel.from_urdf(xml, mesh_mode="decomposition", decomposition=opts)
+    n = len(full.collision_geometry("l_link"))
+    assert n >= 2 and len(full.collision_geometry("other")) == n
+    one = RobotModel.from_urdf(
+        xml, mesh_mode={"l_link": "decomposition"}, decomposition=opts
+    )
+    assert len(one.collision_geometry("l_link")) == n
+    assert len(one.collision_geometry("other")) == 1
+    # the notch is free with the decomposition and blocked with the hull
+    probe = WorldObject(Sphere(0.01), _at(1.3 * S, 1.3 * S, 0.5 * S), "probe")
+    assert not CollisionChecker(hull, skip=[("l_link", "other")]).is_valid(
+        [0.0], [probe], ignore_self=True
+    )
+    assert CollisionChecker(full).is_valid([0.0], [probe], ignore_self=True)
+    assert not CollisionChecker(one).is_valid([0.0], [probe], ignore_self=True)  # "other"
+    with pytest.raises(UnknownNameError):
+        RobotModel.from_urdf(xml, mesh_mode={"nope": "decomposition"}, decomposition=opts)
+    with pytest.raises(ModelError):
+        RobotModel.from_urdf(xml, mesh_mode="exact")
+
+
+def _at(x: float, y: float, z: float) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = [x, y, z]
+    return T
+
+
+def test_world_objects_from_a_mesh(opts: DecompositionOptions, tmp_path: Path) -> None:
+    path = write_obj(l_prism(), tmp_path / "l.obj")
+    pose = _at(1.0, 0.0, 0.0)
+    (hull,) = mesh_world_objects(path, pose, "bracket")
+    assert hull.name == "bracket" and isinstance(hull.shape, Mesh)
+    parts = mesh_world_objects(path, pose, "bracket", mode="decomposition", options=opts)
+    assert len(parts) >= 2
+    assert [p.name for p in parts] == [f"bracket#{k}" for k in range(len(parts))]
+    assert all(np.allclose(p.pose[:3, :3], np.eye(3)) for p in parts)  # translated only
+    with pytest.raises(MeshError):
+        mesh_world_objects(path, pose, "bracket", mode="voxels")
