@@ -439,18 +439,21 @@ class VelocityFilter:
         if self._use_acc:
             _acceleration_box(qa, self._lower, self._upper, self._vbar, self._has_damper,
                               self._dgain, self.options.joint_limit_margin, prev, self._acc,
-                              float(dt), 1.0, lo, hi)
+                              float(dt), float(dt), lo, hi)
         return lo, hi
 
     def filter(self, q: ArrayLike, qd_cmd: ArrayLike, dt: float,
-               stamp_age: float = 0.0, previous: Optional[ArrayLike] = None) -> FilterResult:
+               stamp_age: float = 0.0, previous: Optional[ArrayLike] = None,
+               elapsed: Optional[float] = None) -> FilterResult:
         """Filter one command; see the module docstring. Never raises for bad numbers.
 
         ``q`` (n,) measured configuration, ``qd_cmd`` (n,) commanded velocity, ``dt`` (s) the tick
         the output will be applied for, ``stamp_age`` (s) how old ``q`` is; a negative age
         (clock skew between machines) is accepted. ``previous`` (n,): the velocity the robot
         executes now (what was last sent), the start of the acceleration limits; default: this
-        filter's last output (zeros after a fault).
+        filter's last output (zeros after a fault). ``elapsed`` (s): time since ``previous`` was
+        sent, when outputs go out more often than once per ``dt`` (a node filtering every
+        command as it arrives): the output then changes by at most a·min(elapsed, dt).
         """
         n = self._n
         o = self.options
@@ -483,6 +486,14 @@ class VelocityFilter:
                 f"state out of limits: {self._names[i]} = {qa[i]:.6g} is more than "
                 f"state_limit_tolerance {tol:g} outside [{self._lower[i]:.6g}, "
                 f"{self._upper[i]:.6g}] ({outside.shape[0]} joints)")
+        wdt = dtf
+        if elapsed is not None:
+            try:
+                wdt = min(max(float(elapsed), 0.0), dtf)
+            except (TypeError, ValueError):
+                return self._fault("bad dt: elapsed must be a number")
+            if wdt != wdt:
+                return self._fault("bad dt: elapsed is NaN")
         if previous is None:
             prev = self._prev
         else:
@@ -522,7 +533,7 @@ class VelocityFilter:
             status, A, bl, bu, out, sel = _build_qp(
                 phi2, kinds2, jac2, phi.shape[0], self._pidx, qa, ca, self._lower,
                 self._upper, self._vbar, self._has_damper, self._dgain, self._params, dtf,
-                prev, self._acc, use_acc, factor)
+                prev, self._acc, use_acc, factor * wdt)
             nrows = int(sel.shape[0])
             if status == _NONFINITE:
                 return self._fault("non-finite clearance: distance or Jacobian is NaN/inf",
@@ -552,7 +563,7 @@ class VelocityFilter:
             lam = info["lam"]
             for k in np.flatnonzero(lam[:np_]):
                 i = int(self._pidx[k])
-                active.append(self._bound_name(i, out[i], bl[k], bu[k], box_prev, dtf))
+                active.append(self._bound_name(i, out[i], bl[k], bu[k], box_prev, wdt))
             for k in np.flatnonzero(lam[np_:]):
                 r = int(src[sel[k]])
                 name = f"{tab.robot_bodies[r]}={tab.other_bodies[r]}"
@@ -563,9 +574,9 @@ class VelocityFilter:
         idx = self._uidx if status == _NEED_QP else self._all_idx
         clipped = idx[out[idx] != ca[idx]]
         if clipped.shape[0]:
-            lo, hi = self._box(qa, dtf, box_prev, max(factor, 1.0))
+            lo, hi = self._box(qa, dtf, box_prev, max(factor, 1.0) * wdt)
             for i in clipped:
-                active.append(self._bound_name(int(i), out[i], lo[i], hi[i], box_prev, dtf))
+                active.append(self._bound_name(int(i), out[i], lo[i], hi[i], box_prev, wdt))
         nc = math.sqrt(float(ca @ ca))
         scaling = math.sqrt(float(out @ out)) / nc if nc > 0.0 else 1.0
         self._prev = out.copy()
@@ -573,7 +584,7 @@ class VelocityFilter:
                             time.perf_counter() - t1, nrows, tc)
 
     def _box(self, q: NDArray[np.float64], dt: float, prev: Optional[NDArray[np.float64]],
-             widen: float = 1.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+             wdt: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         lo = np.empty(self._n)
         hi = np.empty(self._n)
         _joint_box(q, self._lower, self._upper, self._vbar, self._has_damper, self._dgain,
@@ -581,7 +592,7 @@ class VelocityFilter:
         if prev is not None:
             _acceleration_box(q, self._lower, self._upper, self._vbar, self._has_damper,
                               self._dgain, self.options.joint_limit_margin, prev, self._acc,
-                              dt, widen, lo, hi)
+                              dt, wdt, lo, hi)
         return lo, hi
 
     def _stopping_distance(self, q: NDArray[np.float64], prev: NDArray[np.float64],
@@ -728,11 +739,12 @@ def _v_brake(g, a, dt):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, boundscheck=False)
 def _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, acc, dt,  # type: ignore[no-untyped-def]
-                      widen, lo, hi):
+                      wdt, lo, hi):
     """The box (3) into ``lo``/``hi`` for the joints with an acceleration limit (the others
-    keep (2)): stop before each position limit at the acceleration limit; the limit damper
-    never asks to brake harder than that; change by at most ``widen acc dt`` from ``prev``.
-    Where that window misses the box, its nearest end point (the position limits win)."""
+    keep (2)): stop before each position limit at the acceleration limit (ticks of ``dt``);
+    the limit damper never asks to brake harder than that; change by at most ``acc wdt``
+    from ``prev``. Where that window misses the box, its nearest end point (the position
+    limits win)."""
     for i in range(q.shape[0]):
         a = acc[i]
         if not a < np.inf:
@@ -743,11 +755,11 @@ def _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, ac
         lw = max(-vbar[i], -sm / dt, -_v_brake(sm, a, dt))
         if has_damper[i]:
             if sp < margin:
-                h = min(h, max(dgain[i] * sp, prev[i] - a * dt))
+                h = min(h, max(dgain[i] * sp, prev[i] - a * wdt))
             if sm < margin:
-                lw = max(lw, min(-dgain[i] * sm, prev[i] + a * dt))
-        wl = prev[i] - widen * a * dt
-        wh = prev[i] + widen * a * dt
+                lw = max(lw, min(-dgain[i] * sm, prev[i] + a * wdt))
+        wl = prev[i] - a * wdt
+        wh = prev[i] + a * wdt
         if wl > h:
             lw = h
         elif wh < lw:
@@ -791,13 +803,13 @@ def _speed_bound(T, bcen, brad, parent, jtype, axis, qidx, scale, w):  # type: i
 
 @njit(cache=True, boundscheck=False)
 def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type: ignore[no-untyped-def]
-              has_damper, dgain, params, dt, prev, acc, use_acc, widen):
+              has_damper, dgain, params, dt, prev, acc, use_acc, wdt):
     """Rows (1) and box (2) of the QP over the protected joints ``pidx`` (p,).
 
     Rows from ``exact`` on are remembered witnesses (:class:`_WitnessMemory`): they never
     demand a separation (b ≤ 0), the pair's current row does that. With ``use_acc`` the box has
-    the acceleration terms (3) around ``prev`` (the per-tick window ``widen`` times wider) and
-    the rows the stopping-distance bound (4).
+    the acceleration terms (3) around ``prev`` (a window of ± acc ``wdt``) and the rows the
+    stopping-distance bound (4).
 
     Returns ``(status, A (m, p), blower (p + m,), bupper (p + m,), out (n,), sel (m,))``:
     ``sel`` are the clearance-table rows kept; ``out`` is the command clipped to the box, the
@@ -813,7 +825,7 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
     hi = np.empty(n)
     _joint_box(q, lower, upper, vbar, has_damper, dgain, margin, dt, lo, hi)
     if use_acc:
-        _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, acc, dt, widen,
+        _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, acc, dt, wdt,
                           lo, hi)
     out = np.empty(n)
     for i in range(n):
@@ -863,7 +875,7 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
                 # is kept either way
                 allow = _v_brake(g, ar, dt)
                 if d < di:
-                    allow = min(allow, max(gain * g / (di - ds), -sep - ar * dt))
+                    allow = min(allow, max(gain * g / (di - ds), -sep - ar * wdt))
                 if not allow < reach:
                     continue  # cannot bind this tick
                 b = -allow
@@ -873,7 +885,7 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
                     b = min(b, 0.0)
                 # no faster separation than reachable this tick, and never closer (if the pair
                 # is still approaching, the acceleration limits give way)
-                b = max(min(b, sep + ar * dt), 0.0)
+                b = max(min(b, sep + ar * wdt), 0.0)
         keep[m] = r
         bvals[m] = b
         m += 1

@@ -11,6 +11,7 @@ The core package never imports rclpy; everything ROS lives here. Modules:
 - :mod:`.world`: :class:`~.world.WorldModel`, the thread-safe world-object registry with YAML
   world files;
 - :mod:`.robot_loader`: robot model from parameters or the ``robot_description`` topic;
+- :mod:`.message_timing`: callbacks with the message info, arrival times of messages;
 - :mod:`.markers`: RViz marker arrays (shapes coloured by clearance, planned paths);
 - nodes: :mod:`.checker_node` (``collision_checker``), :mod:`.filter_node`
   (``velocity_filter``), :mod:`.planner_node` (``planner``; its parameters in
@@ -33,6 +34,7 @@ __all__ = [
     "conversions",
     "filter_node",
     "markers",
+    "message_timing",
     "mock_arm",
     "planner_node",
     "robot_loader",

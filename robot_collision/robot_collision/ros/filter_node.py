@@ -44,6 +44,9 @@ stale command. The status goes out every tick.
 
 Zero output (never motion) when: no robot model or a configuration error; no joint state yet,
 or the newest is older than ``state_timeout`` ("stale state", until a fresh one arrives); the
+newest joint state was refused ("rejected joint state": NaN/inf, lengths that differ, a model
+joint missing, ...: zeros at once, until a valid one arrives; a state farther than
+``state_limit_tolerance`` outside the position limits: "state out of limits", next cycle); the
 newest command is invalid (wrong length, NaN/inf: zeros until a valid command arrives); no
 command yet or the newest is older than ``command_timeout`` (deadman); the filter faults
 (see :meth:`VelocityFilter.filter`). Each reason is in the status' ``fault`` and logged,
@@ -53,13 +56,32 @@ filtered: the filter's recovery motion (pushing apart a pair that starts inside 
 distance) only acts on a live command. Joints of the model that are not in ``joints`` are held
 (zero velocity) and taken out of the filter's optimisation.
 
+Fail-safe. Every non-zero output has an expiry: the arrival of the joint state it was computed
+from + ``state_timeout`` (and of its command + ``command_timeout``), arrival meaning the DDS
+receive stamp (a callback that a busy executor runs late does not make an old message look
+fresh). A watchdog thread of the node sends zeros at that moment unless a newer output
+replaced it, whatever the executor is doing (a tick delayed by other jobs, a robot model or
+world file being loaded, a service call); an output computed from a state that expired while
+it was computed is sent as zeros instead. ``benchmarks/run.py failsafe`` measures it: last
+joint state → zeros received 100-101 ms at ``state_timeout`` 0.1 s (p99 within 2 ms, with two
+busy-loop processes on the 2 cores too), a NaN joint state → zeros in about a millisecond.
+The watchdog needs the Python interpreter: code that holds the GIL for long (a C extension
+that does not release it) delays it too, so the hardware's own command timeout stays the last
+line of defence.
+
 Timing assumption: the guarantee (never closer than the safety distances, to 1 mm) holds while
 the loop runs at about ``rate``: the controller applies each output for about one tick. A
 controller that keeps applying an old output while this node is stalled (a starved process,
 the forward_command_controller holds its last command forever) can carry the arm past the
 safety distance: inside the influence zone a hold of (d_i − d_s) / gain = 0.18 s (defaults)
 is enough, outside it a full-speed command covers the whole zone. Run the node in its own
-process and give the controller or hardware a command timeout of a few ticks.
+process and give the controller or hardware a command timeout of a few ticks
+(``docs/hardware_setup.md``; ``mock_arm``'s ``command_timeout`` is one).
+
+Acceleration limits (``acceleration_limits``): the filter is told the velocity last sent and
+the time since, so the output changes by at most a·min(elapsed, 1/rate) per output also when
+commands arrive faster than the tick; a zero output on a fault or deadman is a stop and is
+sent at once (the drive brakes as it can).
 
 Parameters are listed in :data:`PARAMETERS` (also in ``config/robot_collision.yaml``). Topic
 names and ``joints`` are read at start-up; every other parameter may be changed at run time (an
@@ -72,6 +94,7 @@ from __future__ import annotations
 
 import array
 import math
+import os
 import threading
 import time
 from collections import deque
@@ -94,7 +117,6 @@ except ImportError:  # Humble
         PublisherEventCallbacks,
         SubscriptionEventCallbacks,
     )
-from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayLayout
 
@@ -110,6 +132,7 @@ from .conversions import (
     ConversionError,
     JointStateMapper,
 )
+from .message_timing import arrival_time, with_message_info
 from .robot_loader import RobotLoader
 from .wiring import apply_parameter_values, start_up_settings
 from .world import WorldModel
@@ -192,6 +215,21 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         _OPTS.joint_limit_gain, "Slow-down gain in the joint-limit zone (1 = continuous).", "> 0"),
     "velocity_scale": (
         _OPTS.velocity_scale, "Fraction of the URDF velocity limits used as bounds.", "(0, 1]"),
+    "acceleration_limits": (
+        [],
+        "Joint acceleration limits (rad/s^2, m/s^2; URDF has none): one value for every joint "
+        "or one per model joint in model order; empty = none. The output then changes by at "
+        "most a/rate per tick and pairs are approached no faster than they can still stop.",
+        "positive, 1 or one per model joint",
+    ),
+    "braking_fraction": (
+        _OPTS.braking_fraction,
+        "With acceleration_limits: share of a pair's full braking deceleration its stopping "
+        "distance is computed with.", "(0, 1]"),
+    "state_limit_tolerance": (
+        _OPTS.state_limit_tolerance,
+        "A joint state farther than this (rad or m) outside a position limit is refused: "
+        "zeros (a wrong mapping or model, not the robot).", "> 0"),
     "weights": (
         [],
         "Per-joint weights of the filter's cost, one per model joint in model order; empty = 1.",
@@ -209,13 +247,22 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
+    "watchdog_priority": (
+        0,
+        "Real-time (SCHED_FIFO) priority of the watchdog thread that sends zeros when the output "
+        "expires; 0 = normal scheduling. Needs the rtprio permission (as ros2_control's "
+        "controller_manager); if refused: a warning, normal scheduling. Read at start-up.",
+        "0..99",
+    ),
 }
 
-_READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic")
+_READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic",
+              "watchdog_priority")
 _OPTION_NAMES = (
     "influence_distance_self", "safety_distance_self", "influence_distance_env",
     "safety_distance_env", "gain", "recovery_speed", "discrete_margin", "joint_limit_margin",
-    "joint_limit_gain", "velocity_scale", "state_timeout",
+    "joint_limit_gain", "velocity_scale", "state_timeout", "braking_fraction",
+    "state_limit_tolerance",
 )
 
 
@@ -243,9 +290,13 @@ class FilterNodeSettings:
     joint_limit_margin: float = _OPTS.joint_limit_margin
     joint_limit_gain: float = _OPTS.joint_limit_gain
     velocity_scale: float = _OPTS.velocity_scale
+    acceleration_limits: tuple[float, ...] = ()
+    braking_fraction: float = _OPTS.braking_fraction
+    state_limit_tolerance: float = _OPTS.state_limit_tolerance
     weights: tuple[float, ...] = ()
     protection_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     world_file: str = ""
+    watchdog_priority: int = 0
     options: FilterOptions = field(default=_OPTS, compare=False)
 
     @property
@@ -307,6 +358,10 @@ def _validate_one(name: str, value: Any) -> Any:
         if v < _MIN_RATE:
             raise ConfigurationError(f"rate must be >= {_MIN_RATE:g} Hz, got {value!r}")
         return v
+    if name == "watchdog_priority":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
+            raise ConfigurationError(f"{name} must be an integer in 0..99, got {value!r}")
+        return value
     if name == "filter_on_command":
         if not isinstance(value, bool):
             raise ConfigurationError(f"{name} must be true or false, got {value!r}")
@@ -323,12 +378,12 @@ def _validate_one(name: str, value: Any) -> Any:
         return v
     if name in _OPTION_NAMES:
         return _float(value, name)
-    if name == "weights":
+    if name in ("weights", "acceleration_limits"):
         if value is None:
             return ()
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-            raise ConfigurationError(f"weights must be a list of numbers, got {value!r}")
-        return tuple(_float(v, "weights entry") for v in value)
+            raise ConfigurationError(f"{name} must be a list of numbers, got {value!r}")
+        return tuple(_float(v, f"{name} entry") for v in value)
     if name == "protection_groups":
         groups = tuple(parse_protection_group(v) for v in _strings(value, name))
         names = [g for g, _ in groups]
@@ -345,6 +400,7 @@ def _with_options(settings: FilterNodeSettings) -> FilterNodeSettings:
     opts = FilterOptions(
         **{n: getattr(settings, n) for n in _OPTION_NAMES},
         weights=settings.weights or None,
+        acceleration_limits=settings.acceleration_limits or None,
     )
     return replace(settings, options=opts)
 
@@ -364,7 +420,8 @@ def settings_from_values(
     except ConfigurationError as exc:
         if strict:
             raise
-        names = [n for n in values if n in _OPTION_NAMES or n == "weights"]
+        names = [n for n in values
+                 if n in _OPTION_NAMES or n in ("weights", "acceleration_limits")]
         errors.append(f"{exc}; using the previous values of {names}")
         return _with_options(replace(new, **{n: getattr(settings, n) for n in names})), errors
 
@@ -393,6 +450,7 @@ class _Cycle:
     scaling: float = 0.0
     active: list[str] = field(default_factory=list)
     solve_time: float = 0.0
+    expiry: float = math.inf  # monotonic time after which this output must not be in force
 
 
 def _f64(values: NDArray[np.float64]) -> array.array:
@@ -422,9 +480,16 @@ class VelocityFilterNode(Node):
         self._last_cycle = _Cycle(None, None, False, self._config_fault)
         self._last_log: dict[str, float] = {}
         self._timer: Any = None
+        # fail-safe state (see "Fail-safe" in the module docstring)
+        self._state_fault = ""  # why the newest joint state was refused ("" = it was fine)
+        self._sent: Optional[NDArray[np.float64]] = None  # model-order velocity last sent
+        self._expiry = math.inf  # when the output in force stops being valid (monotonic s)
+        self._cond = threading.Condition(self._lock)
+        self._watchdog_wake = math.inf
+        self._stopping = False
         self.stats = {"commands": 0, "rejected_commands": 0, "joint_states": 0,
                       "rejected_joint_states": 0, "ticks": 0, "published": 0, "zeros": 0,
-                      "errors": 0}
+                      "watchdog": 0, "errors": 0}
         self.command_latencies: deque[float] = deque(maxlen=200_000)
         """Seconds from a command's arrival (the DDS receive stamp where rclpy provides it, else
         entering the callback) to its output's ``publish()`` returning, newest last."""
@@ -456,10 +521,10 @@ class VelocityFilterNode(Node):
             FilterStatus, "~/status", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
             event_callbacks=pub_events)
         self._command_sub = self.create_subscription(
-            Float64MultiArray, s.command_topic, self._command_callback(), latest,
+            Float64MultiArray, s.command_topic, with_message_info(self._on_command), latest,
             callback_group=self._control_group, event_callbacks=sub_events)
         self._state_sub = self.create_subscription(
-            JointState, s.joint_states_topic, self._on_joint_state, latest,
+            JointState, s.joint_states_topic, with_message_info(self._on_joint_state), latest,
             callback_group=self._control_group, event_callbacks=sub_events)
         self._world_sub = self.create_subscription(
             WorldObjectMsg, "~/world_objects", self._on_world_object,
@@ -470,6 +535,9 @@ class VelocityFilterNode(Node):
             callback_group=self._service_group)
         self._make_timer()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._watchdog = threading.Thread(target=self._watchdog_loop, daemon=True,
+                                          name=f"{node_name}_watchdog")
+        self._watchdog.start()
         self._loader.start()
         self.get_logger().info(
             f"filtering {self._command_sub.topic_name} -> {self._output_pub.topic_name} at "
@@ -551,6 +619,7 @@ class VelocityFilterNode(Node):
         # here, outside the control path, so that the first command is not held up
         home = robot.home_configuration()
         filt.filter(home, np.zeros(robot.num_joints), s.period)
+        filt.reset()
         return _Setup(robot, filt, JointStateMapper(robot.joint_names), cmd_idx, tuple(joints))
 
     def _install(self, setup: Optional[_Setup], robot: Optional[RobotModel], fault: str) -> None:
@@ -558,6 +627,8 @@ class VelocityFilterNode(Node):
             if robot is not self._robot:
                 self._q = None
                 self._q_time = -math.inf
+                self._state_fault = ""
+            self._sent = None
             n_old = len(self._setup.joints) if self._setup is not None else None
             self._robot = robot
             self._setup = setup
@@ -617,7 +688,8 @@ class VelocityFilterNode(Node):
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ inputs
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, msg: JointState, info: Optional[dict[str, Any]] = None) -> None:
+        arrived = arrival_time(info)
         try:
             self.stats["joint_states"] += 1
             setup = self._setup
@@ -627,13 +699,20 @@ class VelocityFilterNode(Node):
                 q = setup.mapper.from_msg(msg)
             except ConversionError as exc:
                 self.stats["rejected_joint_states"] += 1
+                with self._lock:
+                    if setup is self._setup:
+                        # a refused state is not the robot's: stop now, not at the timeout
+                        self._state_fault = f"rejected joint state: {exc}"
+                        if self._expiry < math.inf:  # a non-zero output is in force
+                            self._publish(self._zero_cycle(self._state_fault))
                 if self._throttled("bad joint state"):
                     self.get_logger().error(f"rejected joint state: {exc}")
                 return
             with self._lock:
                 if setup is self._setup:
                     self._q = q
-                    self._q_time = time.monotonic()
+                    self._q_time = arrived
+                    self._state_fault = ""
         except Exception as exc:
             self.stats["errors"] += 1
             if self._throttled("joint state error"):
@@ -655,18 +734,13 @@ class VelocityFilterNode(Node):
             return None, f"non-finite command: NaN or inf for joints {bad}"
         return cmd, ""
 
-    def _command_callback(self) -> Any:
-        """The command callback; with the message info (DDS receive stamp) where rclpy passes
-        it (Iron and later: callbacks that take two arguments get it)."""
-        if hasattr(Subscription, "CallbackType"):
-            return lambda msg, info: self._on_command(msg, info)
-        return self._on_command
 
     def _on_command(self, msg: Float64MultiArray, info: Optional[dict[str, Any]] = None) -> None:
         t0 = time.perf_counter()
         received_ns = int(info.get("received_timestamp") or 0) if info else 0
         try:
             self.stats["commands"] += 1
+            arrived = arrival_time(info)
             with self._lock:
                 setup = self._setup
                 n = len(setup.joints) if setup is not None else len(self._settings.joints)
@@ -674,13 +748,12 @@ class VelocityFilterNode(Node):
                 self._cmd = cmd
                 self._cmd_error = err
                 self._cmd_layout = msg.layout if cmd is not None else None
-                self._cmd_time = time.monotonic()
+                self._cmd_time = arrived
                 if err:
                     self.stats["rejected_commands"] += 1
                 if not (self._settings.filter_on_command or err):
                     return
-                cycle = self._cycle(self._cmd_time)
-            self._publish(cycle)
+                self._publish(self._cycle(time.monotonic()))
             if received_ns > 0:
                 self.command_latencies.append((time.time_ns() - received_ns) * 1e-9)
             else:
@@ -712,6 +785,8 @@ class VelocityFilterNode(Node):
             return _Cycle(np.zeros(n) if n else None, None, False, self._config_fault)
         n = len(setup.joints)
         zeros = np.zeros(n)
+        if self._state_fault:
+            return _Cycle(zeros, None, False, self._state_fault)
         if self._cmd_error:
             return _Cycle(zeros, None, False, self._cmd_error)
         if self._q is None:
@@ -736,17 +811,43 @@ class VelocityFilterNode(Node):
         qd = np.zeros(setup.robot.num_joints)
         if not idle:
             qd[setup.cmd_idx] = self._cmd
-        res = filt.filter(self._q, qd, s.period, stamp_age=age)
+        sent = self._sent
+        res = filt.filter(self._q, qd, s.period, stamp_age=age,
+                          previous=sent if sent is not None else np.zeros(qd.shape[0]),
+                          elapsed=now - self._last_output)
         solve = res.solve_time + res.clearance_time
         if idle:  # zeros; the filter ran on a zero command only for the status' distances
             return _Cycle(zeros, None, False, idle, res.min_distance, 0.0, [], solve)
         if not res.ok:
             return _Cycle(zeros, None, False, res.fault, res.min_distance, 0.0,
                           res.active_constraints, solve)
+        expiry = self._q_time + s.state_timeout
+        if s.command_timeout > 0:
+            expiry = min(expiry, self._cmd_time + s.command_timeout)
         return _Cycle(res.velocity[setup.cmd_idx], self._cmd_layout, True, "",
-                      res.min_distance, res.scaling, res.active_constraints, solve)
+                      res.min_distance, res.scaling, res.active_constraints, solve, expiry)
+
+    def _zero_cycle(self, fault: str) -> _Cycle:
+        setup = self._setup
+        n = len(setup.joints) if setup is not None else len(self._settings.joints)
+        return _Cycle(np.zeros(n) if n or setup is not None else None, None, False, fault)
+
+    def _expired(self, now: float) -> str:
+        """Why an output computed earlier is no longer valid at ``now``."""
+        s = self._settings
+        age = now - self._q_time
+        if age > s.state_timeout:
+            return (f"stale state: newest joint state is {age:.3f} s old "
+                    f"(state_timeout {s.state_timeout:g} s)")
+        return (f"command timeout: newest command is {now - self._cmd_time:.3f} s old "
+                f"(command_timeout {s.command_timeout:g} s)")
 
     def _publish(self, cycle: _Cycle) -> None:
+        """Send ``cycle``'s output (call with the lock held: outputs go out in order, and
+        every non-zero one is checked against its expiry at the moment it is sent)."""
+        now = time.monotonic()
+        if cycle.ok and now > cycle.expiry:  # went stale while it was computed
+            cycle = self._zero_cycle(self._expired(now))
         self._last_cycle = cycle
         if cycle.velocity is None:
             return
@@ -755,11 +856,64 @@ class VelocityFilterNode(Node):
             out.layout = cycle.layout
         out.data = _f64(cycle.velocity)
         self._output_pub.publish(out)
-        self._last_output = time.monotonic()
+        self._last_output = now
         self.stats["published"] += 1
+        setup = self._setup
+        if setup is not None:
+            sent = np.zeros(setup.robot.num_joints)
+            if cycle.ok:
+                sent[setup.cmd_idx] = cycle.velocity
+            self._sent = sent
+        if cycle.ok and cycle.velocity.any():
+            self._expiry = cycle.expiry
+            if cycle.expiry < self._watchdog_wake:
+                self._cond.notify()
+        else:
+            self._expiry = math.inf
         if not cycle.ok:
             self.stats["zeros"] += 1
             self._log_fault(cycle.fault)
+
+    def _watchdog_loop(self) -> None:
+        """The watchdog thread: sends zeros the moment the output in force expires (its
+        joint state older than ``state_timeout``, its command older than ``command_timeout``),
+        whether or not the executor gets to run a tick or callback (busy with a robot model,
+        a world file, starved of CPU); see "Fail-safe" in the module docstring."""
+        prio = self._settings.watchdog_priority
+        if prio > 0:
+            try:  # this thread only (pid 0 = the calling thread on Linux)
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+            except (AttributeError, OSError) as exc:
+                self.get_logger().warning(
+                    f"watchdog_priority {prio}: cannot use SCHED_FIFO ({exc}); the watchdog "
+                    "runs at normal priority (grant rtprio, see docs/hardware_setup.md)")
+        with self._cond:
+            while not self._stopping:
+                now = time.monotonic()
+                if now >= self._expiry:
+                    try:
+                        self.stats["watchdog"] += 1
+                        self._publish(self._zero_cycle(self._expired(now)))
+                    except Exception as exc:  # shutting down: the publisher is gone
+                        self._expiry = math.inf
+                        if not self.context.ok():
+                            return
+                        self.stats["errors"] += 1
+                        if self._throttled("watchdog error"):
+                            self.get_logger().error(
+                                f"watchdog failed to send zeros: {type(exc).__name__}: {exc}")
+                    continue
+                self._watchdog_wake = self._expiry
+                self._cond.wait(min(self._expiry - now, 1.0))
+                self._watchdog_wake = math.inf
+
+    def destroy_node(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._watchdog is not threading.current_thread():
+            self._watchdog.join(timeout=5.0)
+        super().destroy_node()
 
     def _log_fault(self, fault: str) -> None:
         reason = fault.split(":")[0]
@@ -837,9 +991,14 @@ class VelocityFilterNode(Node):
 
 def main(args: Optional[Sequence[str]] = None) -> int:
     """``velocity_filter`` console script: run the node until Ctrl-C / SIGTERM, in a
-    ``SingleThreadedExecutor`` (lowest latency per message in rclpy)."""
+    ``SingleThreadedExecutor`` (lowest latency per message in rclpy), the interpreter's thread
+    switch interval at 1 ms (the watchdog thread's worst wait for a running callback)."""
+    import sys
+
     from .bringup import run_nodes
 
+    # the watchdog thread waits at most 1 ms (not 5) for the interpreter while a callback runs
+    sys.setswitchinterval(0.001)
     return run_nodes(lambda: [VelocityFilterNode()], args=list(args) if args else None,
                      executor_type="single")
 

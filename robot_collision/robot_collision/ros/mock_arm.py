@@ -11,7 +11,7 @@ Interface (names relative to the node; ``~`` = the node's private namespace):
   reliable, as the controller subscribes): joint velocities (rad/s or m/s) in the order of
   ``joints``. A command of the wrong length or with NaN/inf is rejected with a throttled
   warning and the arm holds still until a valid command arrives. A command older than
-  ``command_timeout`` is dropped (the arm stops).
+  ``command_timeout`` is dropped (the arm stops; see "Command watchdog").
 - publishes ``joint_states_topic`` (default ``joint_states``, ``sensor_msgs/JointState``,
   reliable) at ``rate`` Hz: every joint of the robot model in model order, with position and
   velocity (the velocity actually applied in the last step), stamped with the node clock.
@@ -24,6 +24,18 @@ Each step integrates ``q ← clamp(q + v dt, lower, upper)`` with ``v`` the newe
 to the URDF velocity limits and a fixed ``dt = 1 / rate``, like a simulator stepping at a fixed
 rate: when the process is starved of CPU the arm runs slower than real time instead of jumping
 with the old command (which would break the timing any velocity filter in the loop relies on).
+Command watchdog. Like the drivers of real arms (and unlike ros2_control's
+``forward_command_controller``, which holds its last command forever), the mock arm stops when
+no command arrived for ``command_timeout`` s (default 0.1 s, a few ticks of the velocity
+filter; 0 = hold the last command forever): every step checks the age of the newest command
+and integrates zero velocity once it is older, logging it (throttled) and counting it in
+``stats["timeouts"]``. The age counts from the command's arrival (its DDS receive stamp: a
+command whose callback a busy executor runs late is not younger for it), and the check sits in
+the step itself, so nothing can move the arm on an expired command: a starved process steps
+less often (the arm runs slower than real time), it never steps on without the check. The
+velocity filter's own watchdog (zeros when its inputs expire) is the first line; this is the
+second, the one a real robot must have (``docs/hardware_setup.md``).
+
 Parameters are in :data:`PARAMETERS`; ``rate``, ``command_timeout`` and ``publish`` may be
 changed at run time.
 """
@@ -49,6 +61,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
 from ..model.robot_model import RobotModel
+from .message_timing import arrival_time, with_message_info
 from .robot_loader import RobotLoader
 
 __all__ = ["MockArmNode", "PARAMETERS", "main"]
@@ -74,8 +87,9 @@ PARAMETERS: dict[str, tuple[Any, str, bool]] = {
     "joint_states_topic": ("joint_states", "Joint state topic.", True),
     "command_timeout": (
         0.1,
-        "A command older than this (s) is dropped and the arm stops; 0 = hold the last command "
-        "forever (as the real forward_command_controller does).",
+        "Command watchdog: when the newest command is older than this (s, from its arrival), "
+        "the arm stops until the next one; 0 = hold the last command forever (as the real "
+        "forward_command_controller does).",
         False,
     ),
     "publish": (True, "Publish joint states (also switched by ~/set_publishing).", False),
@@ -101,7 +115,7 @@ class MockArmNode(Node):
         self._cmd_time = -math.inf
         self._last_log: dict[str, float] = {}
         self._timer: Any = None
-        self.stats = {"commands": 0, "rejected_commands": 0, "published": 0}
+        self.stats = {"commands": 0, "rejected_commands": 0, "published": 0, "timeouts": 0}
 
         self._group = MutuallyExclusiveCallbackGroup()
         self._service_group = MutuallyExclusiveCallbackGroup()
@@ -123,7 +137,7 @@ class MockArmNode(Node):
         self._command_sub = self.create_subscription(
             Float64MultiArray,
             str(self._value("command_topic", "forward_velocity_controller/commands")),
-            self._on_command, qos, callback_group=self._group)
+            with_message_info(self._on_command), qos, callback_group=self._group)
         self._service = self.create_service(
             SetBool, "~/set_publishing", self._on_set_publishing,
             callback_group=self._service_group)
@@ -242,7 +256,8 @@ class MockArmNode(Node):
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ callbacks
-    def _on_command(self, msg: Float64MultiArray) -> None:
+    def _on_command(self, msg: Float64MultiArray, info: Optional[dict[str, Any]] = None) -> None:
+        arrived = arrival_time(info)
         try:
             self.stats["commands"] += 1
             with self._lock:
@@ -260,7 +275,7 @@ class MockArmNode(Node):
                     self.stats["rejected_commands"] += 1
                 else:
                     self._cmd = cmd
-                    self._cmd_time = time.monotonic()
+                    self._cmd_time = arrived
             if reason and self._throttled(reason.split(":")[0]):
                 self.get_logger().warning(f"command rejected ({reason}); holding still")
         except Exception as exc:
@@ -277,9 +292,12 @@ class MockArmNode(Node):
                 dt = 1.0 / self._rate
                 v = np.zeros_like(self._q)
                 cmd = self._cmd
+                timed_out = 0.0
                 if cmd is not None and self._command_timeout > 0 and \
                         now - self._cmd_time > self._command_timeout:
+                    timed_out = now - self._cmd_time
                     cmd = self._cmd = None
+                    self.stats["timeouts"] += 1
                 if cmd is not None and dt > 0:
                     idx = self._cmd_idx
                     v[idx] = np.clip(cmd, -self._vmax[idx], self._vmax[idx])
@@ -292,6 +310,10 @@ class MockArmNode(Node):
                 else:
                     self._qd = v
                 q, qd = self._q.copy(), self._qd.copy()
+            if timed_out and self._throttled("timeout"):
+                self.get_logger().warning(
+                    f"command timeout: newest command is {timed_out:.3f} s old "
+                    f"(command_timeout {self._command_timeout:g} s); stopping")
             if not self._publishing:
                 return
             msg = JointState()

@@ -333,13 +333,144 @@ def test_bad_joint_states_are_rejected(ros: Any, robot: RobotModel) -> None:
             lambda n=k + 1: rig.node.stats["rejected_joint_states"] >= n, 5.0), joint_names
     rig.cmd.send([0.1] * 7)
     st = _status_after(rig, time.monotonic(), lambda m: True)
-    assert st is not None and st.fault.startswith("no joint state")
+    # the newest (refused) state is reported: a name twice
+    assert st is not None and st.fault.startswith("rejected joint state"), st.fault
+    assert "joint1" in st.fault and "twice" in st.fault
     assert all(not any(m.data) for m in rig.out.messages)
     assert rig.node.stats["errors"] == 0
     # a good one (extra joints are ignored) and the command goes through
     pub.publish(JointState(name=[*names, "gripper"], position=[0.0] * 8))
     rig.cmd.send([0.1] * 7)
     assert rig.out.wait_for(lambda m: list(m.data) == [0.1] * 7, 5.0) is not None
+
+
+class StateStreamer:
+    """Publishes ``position`` (or nothing while it is None) on ``joint_states`` at 100 Hz from
+    a helper-node timer, standing in for the robot's joint-state broadcaster."""
+
+    def __init__(self, helper: Any, names: Sequence[str], position: Sequence[float]) -> None:
+        self.pub = helper.create_publisher(JointState, "joint_states", 10)
+        self.names = list(names)
+        self.position: Optional[list[float]] = list(position)
+        self.last_sent = -math.inf  # time.monotonic() after the newest publish()
+        self.timer = helper.create_timer(0.01, self._tick)
+
+    def _tick(self) -> None:
+        if self.position is not None:
+            self.send(self.position)
+
+    def send(self, position: Sequence[float]) -> None:
+        self.pub.publish(JointState(name=self.names, position=[float(v) for v in position]))
+        self.last_sent = time.monotonic()
+
+
+def _moving(ros: Any, robot: RobotModel, **params: Any) -> tuple[SimpleNamespace, StateStreamer]:
+    """Filter node without the mock arm, fed joint states at home and a command of 0.2 rad/s
+    on joint1 (far from everything: passed unchanged) until its outputs move."""
+    rig = _start(ros, arm=False, **params)
+    states = StateStreamer(rig.helper, robot.joint_names, [0.0] * 7)
+    assert ros.wait_for_subscribers(states.pub)
+    rig.cmd.value = [0.2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert rig.out.wait_for(lambda m: any(m.data), 5.0) is not None, "no motion"
+    return rig, states
+
+
+def _first_zero_after(rig: SimpleNamespace, t: float, timeout: float) -> Optional[float]:
+    """Arrival time (monotonic) of the first all-zero output that arrived after ``t``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for msg, when in zip(list(rig.out.messages), list(rig.out.stamps)):
+            if when > t and not any(msg.data):
+                return when
+        time.sleep(0.002)
+    return None
+
+
+def test_watchdog_sends_zeros_without_the_executor(ros: Any, robot: RobotModel) -> None:
+    """The node's executor stops serving it (as when a callback runs for seconds or the
+    process is starved): no tick, no callback. Its watchdog thread still sends zeros when the
+    output in force expires, state_timeout after the last joint state the node received."""
+    rig, states = _moving(ros, robot, state_timeout=0.1, command_timeout=0.0)
+    ros.executor.remove_node(rig.node)  # the node is not spun any more
+    t_stall = time.monotonic()
+    time.sleep(0.03)
+    states.position = None
+    rig.cmd.value = None
+    t_zero = _first_zero_after(rig, t_stall, 3.0)
+    assert t_zero is not None, "no zeros from a node whose executor stalled"
+    # the last state the node took was received before the stall: zeros by 0.1 s after it
+    # (+ the test process's own scheduling)
+    assert t_zero - t_stall <= 0.1 + 0.1, t_zero - t_stall
+    assert rig.node.stats["watchdog"] >= 1
+    ok, fault = rig.node.last_status
+    assert not ok and fault.startswith("stale state"), fault
+    time.sleep(0.2)
+    late = [m for m, w in zip(list(rig.out.messages), list(rig.out.stamps)) if w > t_zero]
+    assert all(not any(m.data) for m in late), "motion after the watchdog's zeros"
+
+
+def test_refused_joint_state_stops_at_once(ros: Any, robot: RobotModel) -> None:
+    """A refused joint state (NaN, a model joint missing, lengths that differ) is not driven on
+    until the state timeout: zeros go out at once and until a valid state arrives."""
+    rig, states = _moving(ros, robot, state_timeout=0.5, command_timeout=0.0)
+    names = list(robot.joint_names)
+    bad_states = [
+        (names, [0.0] * 6 + [math.nan]),
+        (names[:6], [0.0] * 6),
+        (names, [0.0] * 8),
+    ]
+    for bad_names, positions in bad_states:
+        states.position = None
+        time.sleep(0.03)
+        assert rig.out.wait_for(lambda m: any(m.data), 2.0) is not None
+        t_bad = time.monotonic()
+        states.pub.publish(JointState(name=bad_names, position=positions))
+        t_zero = _first_zero_after(rig, t_bad, 2.0)
+        assert t_zero is not None
+        # far sooner than the 0.5 s state timeout (which the old node waited for)
+        assert t_zero - t_bad < 0.1, (bad_names, t_zero - t_bad)
+        st = _status_after(rig, t_bad, lambda m: m.fault.startswith("rejected joint state"))
+        assert st is not None and not st.ok
+        time.sleep(0.1)
+        late = [m for m, w in zip(list(rig.out.messages), list(rig.out.stamps)) if w > t_zero]
+        assert late and all(not any(m.data) for m in late), "motion on a refused state"
+        states.position = [0.0] * 7  # valid again: moving again
+        t_ok = time.monotonic()
+        assert ros.wait_until(lambda t=t_ok: any(
+            any(m.data) for m, w in zip(list(rig.out.messages), list(rig.out.stamps))
+            if w > t), 2.0)
+    # a state far outside the position limits (a wrong mapping, not the robot): zeros
+    far = [0.0] * 7
+    far[1] = float(robot.upper[1]) + 1.0
+    states.position = far
+    st = _status_after(rig, time.monotonic(), lambda m: m.fault.startswith("state out of limits"))
+    assert st is not None and "joint2" in st.fault
+    states.position = None
+    assert rig.node.stats["errors"] == 0
+
+
+def test_acceleration_limits_ramp_the_output(ros: Any, robot: RobotModel) -> None:
+    """With acceleration_limits the output follows a command step at the limit: each output
+    differs from the previous one by at most a / rate (outputs come once per tick here)."""
+    a = 2.0
+    rig = _start(ros, arm=False, acceleration_limits=[a], filter_on_command=False)
+    states = StateStreamer(rig.helper, robot.joint_names, [0.0] * 7)
+    assert ros.wait_for_subscribers(states.pub)
+    rig.out.clear()
+    rig.cmd.value = [0.6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert rig.out.wait_for(lambda m: m.data[0] == 0.6, 10.0) is not None, "never got there"
+    values = [m.data[0] for m in rig.out.messages]
+    first = next(k for k, v in enumerate(values) if v != 0.0)
+    ramp = np.asarray(values[first - 1:])
+    steps = np.diff(ramp)
+    assert np.all(steps >= -1e-12) and np.all(steps <= a / RATE + 1e-9), steps.max()
+    assert len(ramp) >= 0.6 / (a / RATE)  # it took the ticks the limit needs (0.3 s)
+    # a wrong number of limits is refused at run time, the old ones stay
+    [res] = rig.node.set_parameters([Parameter("acceleration_limits", value=[1.0, 2.0])])
+    assert not res.successful and "acceleration_limits" in res.reason
+    assert rig.node.settings.acceleration_limits == (a,)
+    rig.cmd.value = None
+    states.position = None
 
 
 def test_joint_subset_holds_the_other_joints(ros: Any) -> None:

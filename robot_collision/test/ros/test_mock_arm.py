@@ -171,13 +171,40 @@ def test_rejects_bad_commands_and_holds_still(ros: Any) -> None:
 
 
 def test_command_timeout_stops_the_arm(ros: Any) -> None:
+    """The command watchdog: the arm stops command_timeout after the last command (+ a step,
+    + this test process's scheduling) and stays stopped."""
     rig = _start(ros, command_timeout=0.1)
     assert _stream_until(ros, rig, [0.0, 0.0, 0.4, 0.0, 0.0, 0.0, 0.0],
                          lambda: rig.states.last.velocity[2] == 0.4)
+    t_last = time.monotonic()  # _stream_until's last command went out just before
     assert ros.wait_until(lambda: rig.states.last.velocity[2] == 0.0, 5.0)
+    t_stop = next(w for m, w in zip(list(rig.states.messages), list(rig.states.stamps))
+                  if w > t_last and m.velocity[2] == 0.0)
+    assert t_stop - t_last <= 0.1 + 2.0 / RATE + 0.1, t_stop - t_last
+    assert rig.node.stats["timeouts"] >= 1
     held = rig.states.last.position[2]
     time.sleep(0.1)
     assert rig.states.last.position[2] == held
+
+
+def test_command_aged_from_its_arrival(ros: Any) -> None:
+    """A command that waited in the queue while the arm's executor was busy is as old as its
+    arrival says: it does not move the arm once it is older than command_timeout."""
+    rig = _start(ros, command_timeout=0.1)
+    ros.executor.remove_node(rig.node)  # busy: neither callbacks nor steps run
+    time.sleep(0.2)  # (the executor's wait in progress may still serve it once)
+    commands = rig.node.stats["commands"]
+    _command(rig.pub, [0.0, 0.0, 0.4, 0.0, 0.0, 0.0, 0.0])
+    time.sleep(0.3)  # the command is now 0.3 s old
+    t = time.monotonic()
+    ros.executor.add_node(rig.node)
+    time.sleep(0.3)
+    after = [m for m, w in zip(list(rig.states.messages), list(rig.states.stamps)) if w > t]
+    assert after, "no joint states after the executor came back"
+    assert rig.node.stats["commands"] == commands + 1, "the queued command was not processed"
+    assert all(not any(m.velocity) for m in after), "moved on an expired command"
+    assert _stream_until(ros, rig, [0.0, 0.0, 0.4, 0.0, 0.0, 0.0, 0.0],  # fresh ones do
+                         lambda: rig.states.last.velocity[2] == 0.4)
 
 
 def test_set_publishing_stops_and_resumes_joint_states(ros: Any) -> None:
