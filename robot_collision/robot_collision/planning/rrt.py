@@ -58,7 +58,6 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-from .. import simd as _simd
 from ..collision import block_kernels as _bk
 from ..collision.checker import CollisionChecker, SkipRule
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
@@ -79,6 +78,11 @@ from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
+from ..simd import lane as _lane
+from ..simd import load as _load
+from ..simd import select as _select
+from ..simd import splat as _splat
+from ..simd import vfloor as _vfloor
 from .ik import (
     FASTMATH,
     WorkspaceGoalRegion,
@@ -286,25 +290,25 @@ def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
     nodes per step in SIMD lanes; ties go to the lowest index."""
     n = q.shape[0]
     cap = treeT.shape[0] // n
-    iota = _simd.load(_IOTA, 0)
-    best = _simd.splat(_NO_RADIUS)
-    bidx = _simd.splat(0.0)
+    iota = _load(_IOTA, 0)
+    best = _splat(_NO_RADIUS)
+    bidx = _splat(0.0)
     for i0 in range(0, m, 8):
-        acc = _simd.splat(0.0)
+        acc = _splat(0.0)
         for j in range(n):
-            d = q[j] - _simd.load(treeT, j * cap + i0)
+            d = q[j] - _load(treeT, j * cap + i0)
             if has_cont and cont[j]:
-                d = d - 2.0 * np.pi * _simd.vfloor((d + np.pi) * (0.5 / np.pi))
+                d = d - 2.0 * np.pi * _vfloor((d + np.pi) * (0.5 / np.pi))
             acc = acc + d * d
         idx = iota + i0
         better = (acc < best) & (idx < m)
-        best = _simd.select(better, acc, best)
-        bidx = _simd.select(better, idx, bidx)
+        best = _select(better, acc, best)
+        bidx = _select(better, idx, bidx)
     bd = _NO_RADIUS
     bi = 0
     for k in range(8):
-        dk = _simd.lane(best, k)
-        ik = int(_simd.lane(bidx, k))
+        dk = _lane(best, k)
+        ik = int(_lane(bidx, k))
         if dk < bd or (dk == bd and ik < bi):
             bd = dk
             bi = ik
