@@ -317,30 +317,20 @@ def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
 def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag):  # type: ignore[no-untyped-def]
-    """:func:`_edge_free` with the 8-configuration kernel, in VAMP's strided order: pass j
-    checks k = steps - j - lane * m (m passes), so the first pass samples the whole edge.
+    """:func:`_edge_free` with the 8-configuration kernel, pass by pass in VAMP's strided order
+    (:func:`~robot_collision.collision.block_kernels.edge_pass`).
 
     Called once per edge from the planner's loop (through ``call_or``: a failure counts as a
     collision). It has a single exit and calls its helpers through ``inline_call_or`` (see
     :mod:`robot_collision.jitcall`), so that numba drops the reference counting of its arrays;
     the scene reaches it as the two block-scene arrays, not as the scalar kernels' tuples of ~30
     arrays, each of which a call increfs and decrefs (~0.7 us per edge, measured)."""
-    n = q0.shape[0]
-    K = _bk.LANES
-    m = (steps + K - 1) // K
-    inv = 1.0 / steps
+    m = (steps + _bk.LANES - 1) // _bk.LANES
     r = 1
     for j in range(m):
-        want = 0
-        for lane in range(K):
-            k = steps - j - lane * m
-            if k >= 1:
-                want |= 1 << lane
-            t = max(k, 1) * inv
-            for c in range(n):
-                W[c * K + lane] = q0[c] + d[c] * t
-        istate[_I_CHECKS] += _bk._popcount(want)
-        if _inline_call_or(_bk.block_valid, 0, BF, BI, W, RI, want, check_self, True) != want:
+        c = _inline_call_or(_bk.edge_pass, -1, q0, d, steps, 1, m, j, BF, BI, W, RI, check_self)
+        istate[_I_CHECKS] += abs(c)
+        if c < 0:
             r = 0
             break
         if flag[0] != 0 or ((j & 7) == 7 and _inline_call_or(now_ns, 0) > deadline):
