@@ -52,6 +52,7 @@ __all__ = [
     "block_workspace",
     "batch_valid_blocked",
     "batch_valid_blocked_parallel",
+    "edge_pass",
     "edge_valid_blocked",
     "single_valid_blocked",
 ]
@@ -649,28 +650,36 @@ def batch_valid_blocked_parallel(Q, BF, BI, check_self, out):  # type: ignore[no
 
 
 @njit(**_OPTS)
+def edge_pass(q0, d, steps, first, m, j, BF, BI, W, RI, check_self):  # type: ignore[no-untyped-def]
+    """Pass ``j`` of ``m`` over the edge ``q0 + d * k / steps``, k = first..steps (``first`` 0
+    or 1, m = ceil((steps - first + 1) / 8)): its lanes check k = steps - j - lane * m, so pass
+    0 already samples the whole edge evenly and each further pass fills in between (VAMP's
+    strided order). Returns the number of configurations checked, negated when one collides
+    (the pass stops there)."""
+    kk = (steps - j) - load(BF, BI[H_IOTA]) * m  # each lane's k
+    want = kk >= first
+    t = vmax(kk, first) * (1.0 / steps)
+    for c in range(q0.shape[0]):
+        store(W, c * K, t * d[c] + q0[c])
+    got = _inline_call_or(block_valid, 0, BF, BI, W, RI, want, check_self, True)
+    held = q0.shape[0] + d.shape[0] + BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
+    checked = _popcount(want)
+    return checked if got == want and held >= 0 else -checked
+
+
+@njit(**_OPTS)
 def edge_valid_blocked(q0, d, steps, first, BF, BI, W, RI, check_self):  # type: ignore[no-untyped-def]
     """Validity of ``q0 + d * k / steps`` for every k = first..steps (``first`` 0 or 1), 8
-    at a time in strided order: pass j checks k = steps - j - lane * m, m = the number of
-    passes, so the first pass already samples the whole edge evenly and each further pass
-    fills in between (VAMP's order). Stops at the first pass with a collision. Returns the
-    number of configurations checked, negated when one collides."""
-    n = q0.shape[0]
+    at a time in strided order (:func:`edge_pass`), stopping at the first pass with a
+    collision. Returns the number of configurations checked, negated when one collides."""
     m = (steps - first + K) // K
-    iota = load(BF, BI[H_IOTA])
-    inv = 1.0 / steps
     checked = 0
     for j in range(m):
-        kk = (steps - j) - iota * m  # each lane's k
-        want = kk >= first
-        t = vmax(kk, first) * inv
-        for c in range(n):
-            store(W, c * K, t * d[c] + q0[c])
-        got = _inline_call_or(block_valid, 0, BF, BI, W, RI, want, check_self, True)
-        checked += _popcount(want)
-        if got != want:
-            checked = -checked
+        c = _inline_call_or(edge_pass, -1, q0, d, steps, first, m, j, BF, BI, W, RI, check_self)
+        if c < 0:
+            checked = c - checked
             break
+        checked += c
     return checked
 
 

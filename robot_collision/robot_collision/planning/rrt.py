@@ -58,7 +58,6 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-from .. import simd as _simd
 from ..collision import block_kernels as _bk
 from ..collision.checker import CollisionChecker, SkipRule
 from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
@@ -79,6 +78,11 @@ from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
+from ..simd import lane as _lane
+from ..simd import load as _load
+from ..simd import select as _select
+from ..simd import splat as _splat
+from ..simd import vfloor as _vfloor
 from .ik import (
     FASTMATH,
     WorkspaceGoalRegion,
@@ -286,25 +290,25 @@ def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
     nodes per step in SIMD lanes; ties go to the lowest index."""
     n = q.shape[0]
     cap = treeT.shape[0] // n
-    iota = _simd.load(_IOTA, 0)
-    best = _simd.splat(_NO_RADIUS)
-    bidx = _simd.splat(0.0)
+    iota = _load(_IOTA, 0)
+    best = _splat(_NO_RADIUS)
+    bidx = _splat(0.0)
     for i0 in range(0, m, 8):
-        acc = _simd.splat(0.0)
+        acc = _splat(0.0)
         for j in range(n):
-            d = q[j] - _simd.load(treeT, j * cap + i0)
+            d = q[j] - _load(treeT, j * cap + i0)
             if has_cont and cont[j]:
-                d = d - 2.0 * np.pi * _simd.vfloor((d + np.pi) * (0.5 / np.pi))
+                d = d - 2.0 * np.pi * _vfloor((d + np.pi) * (0.5 / np.pi))
             acc = acc + d * d
         idx = iota + i0
         better = (acc < best) & (idx < m)
-        best = _simd.select(better, acc, best)
-        bidx = _simd.select(better, idx, bidx)
+        best = _select(better, acc, best)
+        bidx = _select(better, idx, bidx)
     bd = _NO_RADIUS
     bi = 0
     for k in range(8):
-        dk = _simd.lane(best, k)
-        ik = int(_simd.lane(bidx, k))
+        dk = _lane(best, k)
+        ik = int(_lane(bidx, k))
         if dk < bd or (dk == bd and ik < bi):
             bd = dk
             bi = ik
@@ -313,30 +317,20 @@ def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
 def _edge_free_blocked(q0, d, steps, BF, BI, W, RI, check_self, istate, deadline, flag):  # type: ignore[no-untyped-def]
-    """:func:`_edge_free` with the 8-configuration kernel, in VAMP's strided order: pass j
-    checks k = steps - j - lane * m (m passes), so the first pass samples the whole edge.
+    """:func:`_edge_free` with the 8-configuration kernel, pass by pass in VAMP's strided order
+    (:func:`~robot_collision.collision.block_kernels.edge_pass`).
 
     Called once per edge from the planner's loop (through ``call_or``: a failure counts as a
     collision). It has a single exit and calls its helpers through ``inline_call_or`` (see
     :mod:`robot_collision.jitcall`), so that numba drops the reference counting of its arrays;
     the scene reaches it as the two block-scene arrays, not as the scalar kernels' tuples of ~30
     arrays, each of which a call increfs and decrefs (~0.7 us per edge, measured)."""
-    n = q0.shape[0]
-    K = _bk.LANES
-    m = (steps + K - 1) // K
-    inv = 1.0 / steps
+    m = (steps + _bk.LANES - 1) // _bk.LANES
     r = 1
     for j in range(m):
-        want = 0
-        for lane in range(K):
-            k = steps - j - lane * m
-            if k >= 1:
-                want |= 1 << lane
-            t = max(k, 1) * inv
-            for c in range(n):
-                W[c * K + lane] = q0[c] + d[c] * t
-        istate[_I_CHECKS] += _bk._popcount(want)
-        if _inline_call_or(_bk.block_valid, 0, BF, BI, W, RI, want, check_self, True) != want:
+        c = _inline_call_or(_bk.edge_pass, -1, q0, d, steps, 1, m, j, BF, BI, W, RI, check_self)
+        istate[_I_CHECKS] += abs(c)
+        if c < 0:
             r = 0
             break
         if flag[0] != 0 or ((j & 7) == 7 and _inline_call_or(now_ns, 0) > deadline):
