@@ -62,9 +62,11 @@ receive stamp (a callback that a busy executor runs late does not make an old me
 fresh). A watchdog thread of the node sends zeros at that moment unless a newer output
 replaced it, whatever the executor is doing (a tick delayed by other jobs, a robot model or
 world file being loaded, a service call); an output computed from a state that expired while
-it was computed is sent as zeros instead. ``benchmarks/run.py failsafe`` measures it: last
-joint state → zeros received 100-101 ms at ``state_timeout`` 0.1 s (p99 within 2 ms, with two
-busy-loop processes on the 2 cores too), a NaN joint state → zeros in about a millisecond.
+it was computed is sent as zeros instead. ``benchmarks/run.py failsafe`` measures it
+(``state_timeout`` 0.1 s, 100 Hz, 2 cores shared with other jobs at load average 6-11): last
+joint state → zeros received after a median of 100.2 ms (was 110), p99 100.6-100.7 ms (was
+113-115) and, with two busy-loop processes added, 107-125 ms (was 152-155; max 108-181, was
+171-260); a NaN joint state → zeros after 0.4-1 ms (was 100: driven on until the timeout).
 The watchdog needs the Python interpreter: code that holds the GIL for long (a C extension
 that does not release it) delays it too, so the hardware's own command timeout stays the last
 line of defence.
@@ -94,7 +96,6 @@ from __future__ import annotations
 
 import array
 import math
-import os
 import threading
 import time
 from collections import deque
@@ -247,17 +248,9 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
-    "watchdog_priority": (
-        0,
-        "Real-time (SCHED_FIFO) priority of the watchdog thread that sends zeros when the output "
-        "expires; 0 = normal scheduling. Needs the rtprio permission (as ros2_control's "
-        "controller_manager); if refused: a warning, normal scheduling. Read at start-up.",
-        "0..99",
-    ),
 }
 
-_READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic",
-              "watchdog_priority")
+_READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic")
 _OPTION_NAMES = (
     "influence_distance_self", "safety_distance_self", "influence_distance_env",
     "safety_distance_env", "gain", "recovery_speed", "discrete_margin", "joint_limit_margin",
@@ -296,7 +289,6 @@ class FilterNodeSettings:
     weights: tuple[float, ...] = ()
     protection_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     world_file: str = ""
-    watchdog_priority: int = 0
     options: FilterOptions = field(default=_OPTS, compare=False)
 
     @property
@@ -358,10 +350,6 @@ def _validate_one(name: str, value: Any) -> Any:
         if v < _MIN_RATE:
             raise ConfigurationError(f"rate must be >= {_MIN_RATE:g} Hz, got {value!r}")
         return v
-    if name == "watchdog_priority":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
-            raise ConfigurationError(f"{name} must be an integer in 0..99, got {value!r}")
-        return value
     if name == "filter_on_command":
         if not isinstance(value, bool):
             raise ConfigurationError(f"{name} must be true or false, got {value!r}")
@@ -879,14 +867,6 @@ class VelocityFilterNode(Node):
         joint state older than ``state_timeout``, its command older than ``command_timeout``),
         whether or not the executor gets to run a tick or callback (busy with a robot model,
         a world file, starved of CPU); see "Fail-safe" in the module docstring."""
-        prio = self._settings.watchdog_priority
-        if prio > 0:
-            try:  # this thread only (pid 0 = the calling thread on Linux)
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
-            except (AttributeError, OSError) as exc:
-                self.get_logger().warning(
-                    f"watchdog_priority {prio}: cannot use SCHED_FIFO ({exc}); the watchdog "
-                    "runs at normal priority (grant rtprio, see docs/hardware_setup.md)")
         with self._cond:
             while not self._stopping:
                 now = time.monotonic()
