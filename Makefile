@@ -45,7 +45,8 @@ ROS_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
 # modules (a stale cache of rrt.py after a change to check_kernels.py read the scene at old
 # offsets and crashed). Any change to a package source therefore drops every numba cache file.
 PKG := robot_collision
-PACKAGE_SOURCES := $(shell find $(PKG)/robot_collision -name '*.py' 2>/dev/null)
+# (kernels defined in tests and benchmarks inline package kernels too)
+PACKAGE_SOURCES := $(shell find $(PKG)/robot_collision $(PKG)/test benchmarks -name '*.py' 2>/dev/null)
 NUMBA_STAMP := build/.numba-sources
 
 PYTEST_ARGS ?=
@@ -60,7 +61,7 @@ $(NUMBA_STAMP): $(PACKAGE_SOURCES)
 	@mkdir -p build
 	@if [ -f "$@" ]; then \
 		echo "== package sources changed: dropping numba's cached kernels"; \
-		find $(PKG)/robot_collision -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
+		find $(PKG)/robot_collision $(PKG)/test benchmarks -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
 	fi
 	@touch "$@"
 
