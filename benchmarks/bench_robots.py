@@ -44,11 +44,11 @@ def _corpus_entries(quick: bool) -> list[tuple[str, Any, Any]]:
 
 def _load(urdf: Any, srdf: Any) -> RobotModel:
     try:
-        return RobotModel.from_urdf(urdf, srdf=srdf, package_dirs=rc.package_dirs())
+        return RobotModel.from_urdf(urdf, srdf=srdf, package_dirs=rc.package_dirs(), warn=False)
     except Exception:
         if srdf is None:
             raise
-        return RobotModel.from_urdf(urdf, package_dirs=rc.package_dirs())
+        return RobotModel.from_urdf(urdf, package_dirs=rc.package_dirs(), warn=False)
 
 
 def _timed_mean_us(fn: Any, Q: np.ndarray) -> float:
@@ -106,7 +106,7 @@ def _false_collisions(
 def measure_oracle_robot(name: str, quick: bool) -> dict[str, Any]:
     cr = rc.ROBOTS[name]
     try:
-        robot = cr.load()
+        robot = cr.load(warn=False)
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
     res: dict[str, Any] = {"joints": robot.num_joints}
@@ -126,7 +126,7 @@ def measure_oracle_robot(name: str, quick: bool) -> dict[str, Any]:
     res["false_collision_hull"], res["missed_hull"] = _false_collisions(checker, exact, Q)
     if name in DECOMPOSED:
         t0 = time.perf_counter()
-        dec = cr.load(mesh_mode="decomposition")
+        dec = cr.load(mesh_mode="decomposition", warn=False)
         res["decomposition_load_s"] = round(time.perf_counter() - t0, 2)
         res["decomposition_shapes"] = sum(len(dec.collision_geometry(n)) for n in dec.link_names)
         dchecker = CollisionChecker(dec)

@@ -128,6 +128,7 @@ def _write_cache(path: Path, parts: list[NDArray[np.float64]]) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, points=np.concatenate(parts), counts=[len(p) for p in parts])
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a cache is for every user
         os.replace(tmp, path)  # atomic: concurrent writers leave one complete file
     except OSError:
         pass  # read-only or full disk: no cache, same result
