@@ -38,6 +38,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..errors import ShapeError
+from ..jitcall import inline_call_or as _inline_call_or
 from .distance import mesh_vertex_count, shape_distance
 from .shapes import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 
@@ -532,41 +533,45 @@ def _box_gap2(F, nd, x, y, z):  # type: ignore[no-untyped-def]
 @njit(cache=True, boundscheck=False)
 def cloud_sphere_maybe(F, I, fo, io, x, y, z, r):  # type: ignore[no-untyped-def]
     """Constant-time test of the ball (x, y, z; ``r`` m, cloud frame) against the cloud:
-    0 = certainly free, 1 = certainly colliding, -1 = undecided (walk the hierarchy)."""
+    0 = certainly free, 1 = certainly colliding, -1 = undecided (walk the hierarchy).
+
+    One exit (no early return): inlined into the validity kernels, several exits keep the
+    reference counting of ``F`` and ``I`` that LLVM's pruning removes otherwise."""
+    out = -1
     rr = r + F[fo + F_RADIUS]
     ex = max(F[fo + F_LO] - x, x - F[fo + F_HI], 0.0)
     ey = max(F[fo + F_LO + 1] - y, y - F[fo + F_HI + 1], 0.0)
     ez = max(F[fo + F_LO + 2] - z, z - F[fo + F_HI + 2], 0.0)
     if ex * ex + ey * ey + ez * ez >= rr * rr:
-        return 0
-    invh = F[fo + F_INVH]
-    fx = (x - F[fo + F_ORIGIN]) * invh
-    fy = (y - F[fo + F_ORIGIN + 1]) * invh
-    fz = (z - F[fo + F_ORIGIN + 2]) * invh
-    if fx < 0.0 or fy < 0.0 or fz < 0.0:
-        return -1
-    cx = int(fx)
-    cy = int(fy)
-    cz = int(fz)
-    nx = I[io + I_NX]
-    ny = I[io + I_NY]
-    if cx >= nx or cy >= ny or cz >= I[io + I_NZ]:
-        return -1
-    w = I[io + I[io + I_CELLS] + (cz * ny + cy) * nx + cx]
-    e2 = w >> 32
-    h = F[fo + F_H]
-    rs = rr + _LB_SLACK
-    if rs * rs <= h * h * e2:
-        return 0
-    j = (w & 0xFFFFFFFF) - 1
-    if j >= 0:
-        p = fo + I[io + I_PTS] + 3 * j
-        dx = F[p] - x
-        dy = F[p + 1] - y
-        dz = F[p + 2] - z
-        if dx * dx + dy * dy + dz * dz < rr * rr:
-            return 1
-    return -1
+        out = 0
+    else:
+        invh = F[fo + F_INVH]
+        fx = (x - F[fo + F_ORIGIN]) * invh
+        fy = (y - F[fo + F_ORIGIN + 1]) * invh
+        fz = (z - F[fo + F_ORIGIN + 2]) * invh
+        if fx >= 0.0 and fy >= 0.0 and fz >= 0.0:
+            cx = int(fx)
+            cy = int(fy)
+            cz = int(fz)
+            nx = I[io + I_NX]
+            ny = I[io + I_NY]
+            if cx < nx and cy < ny and cz < I[io + I_NZ]:
+                w = I[io + I[io + I_CELLS] + (cz * ny + cy) * nx + cx]
+                e2 = w >> 32
+                h = F[fo + F_H]
+                rs = rr + _LB_SLACK
+                if rs * rs <= h * h * e2:
+                    out = 0
+                else:
+                    j = (w & 0xFFFFFFFF) - 1
+                    if j >= 0:
+                        p = fo + I[io + I_PTS] + 3 * j
+                        dx = F[p] - x
+                        dy = F[p + 1] - y
+                        dz = F[p + 2] - z
+                        if dx * dx + dy * dy + dz * dz < rr * rr:
+                            out = 1
+    return out
 
 
 @njit(cache=True, boundscheck=False)
@@ -892,4 +897,7 @@ def cloud_ball_free(F, I, fo, io, Tc, o, x, y, z, r):  # type: ignore[no-untyped
     lx = Tc[o, 0, 0] * dx + Tc[o, 1, 0] * dy + Tc[o, 2, 0] * dz
     ly = Tc[o, 0, 1] * dx + Tc[o, 1, 1] * dy + Tc[o, 2, 1] * dz
     lz = Tc[o, 0, 2] * dx + Tc[o, 1, 2] * dy + Tc[o, 2, 2] * dz
-    return cloud_sphere_maybe(F, I, fo, io, lx, ly, lz, r) == 0
+    # through inline_call_or (no exception exit): inlined into the validity kernel, a plain call
+    # would put reference counting of F and I back into it (see robot_collision.jitcall);
+    # a failure (-1) means undecided, never free
+    return _inline_call_or(cloud_sphere_maybe, -1, F, I, fo, io, lx, ly, lz, r) == 0
