@@ -12,7 +12,8 @@ Interface (names relative to the node; ``~`` = the node's private namespace):
   subscribes (see :mod:`robot_collision.ros.markers`);
 - serves ``~/check_collision`` (``robot_collision_interfaces/CheckCollision``);
 - subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE)
-  and, when ``moveit_msgs`` is importable, ``collision_object`` (``moveit_msgs/CollisionObject``);
+  and, when ``moveit_msgs`` is importable, ``collision_object`` (``moveit_msgs/CollisionObject``)
+  and ``planning_scene`` (``moveit_msgs/PlanningScene``, world objects; see :mod:`.moveit`);
 - the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
   (:mod:`robot_collision.ros.robot_loader`); world objects from ``world_file`` and the topics.
 
@@ -53,6 +54,7 @@ from ..collision.clearance import ClearanceTable
 from ..errors import ConfigurationError, RobotCollisionError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
+from . import moveit
 from .cdr import WIRE_FORMAT_SUPPORTED, ClearanceTableWriter
 from .conversions import (
     ConversionError,
@@ -229,6 +231,9 @@ class CollisionCheckerNode(Node):
     """Collision checker node (see the module docstring). ``kwargs`` go to ``rclpy.node.Node``
     (``context``, ``namespace``, ``parameter_overrides``, ``cli_args``, ...)."""
 
+    MOVEIT_INTERFACES = moveit.WORLD_INTERFACES
+    """Interfaces added when moveit_msgs is importable (for the node reference)."""
+
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
@@ -271,15 +276,8 @@ class CollisionCheckerNode(Node):
         self._world_sub = self.create_subscription(
             WorldObjectMsg, "~/world_objects", self._on_world_object, qos,
             callback_group=self._world_group)
-        self._moveit_sub = None
-        try:
-            from moveit_msgs.msg import CollisionObject  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            CollisionObject = None
-        if CollisionObject is not None:
-            self._moveit_sub = self.create_subscription(
-                CollisionObject, "collision_object", self._on_collision_object, qos,
-                callback_group=self._world_group)
+        self._moveit_subs = moveit.subscribe_world(
+            self, self.world, qos, callback_group=self._world_group)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)
@@ -529,17 +527,6 @@ class CollisionCheckerNode(Node):
         except Exception as exc:
             self.get_logger().error(
                 f"world object rejected: {type(exc).__name__}: {exc}", throttle_duration_sec=1.0)
-
-    def _on_collision_object(self, msg: Any) -> None:
-        try:
-            what = self.world.apply_collision_object(msg)
-            self.get_logger().info(f"world (collision_object): {what}")
-        except RobotCollisionError as exc:
-            self.get_logger().error(f"collision object rejected: {exc}", throttle_duration_sec=1.0)
-        except Exception as exc:
-            self.get_logger().error(
-                f"collision object rejected: {type(exc).__name__}: {exc}",
-                throttle_duration_sec=1.0)
 
     # ------------------------------------------------------------------ service
     def _on_check_collision(

@@ -20,12 +20,13 @@ namespace the action is ``/planner/plan_motion``):
   shapes along the path (namespaces ``ghost_<k>``, start to goal). A failed goal deletes the
   previous path, so RViz never shows a stale plan.
 - publishes ``/display_planned_path`` (``moveit_msgs/DisplayTrajectory``) when ``moveit_msgs``
-  can be imported (a real ROS install with MoveIt); nothing otherwise.
+  can be imported (a ROS install with MoveIt); nothing otherwise (:mod:`.moveit`).
 - world objects: ``world_file`` (the collision checker's YAML schema,
   :mod:`robot_collision.ros.world`) and the topics ``~/world_objects`` and every name in
   ``world_topics`` (``robot_collision_interfaces/WorldObject``; by default also
   ``collision_checker/world_objects``, so one message updates the checker and the planner), plus
-  ``collision_object`` (``moveit_msgs/CollisionObject``) when ``moveit_msgs`` is importable.
+  ``collision_object`` (``moveit_msgs/CollisionObject``) and ``planning_scene``
+  (``moveit_msgs/PlanningScene``) when ``moveit_msgs`` is importable (:mod:`.moveit`).
 - the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
   (:mod:`robot_collision.ros.robot_loader`).
 
@@ -108,6 +109,7 @@ from ..errors import (
 from ..model.robot_model import RobotModel
 from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
+from . import moveit
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
 from .markers import PlannedPathMarkers
 from .planner_execution import (
@@ -139,6 +141,9 @@ class PlannerNode(Node):
     """Motion-planning action server (see the module docstring). ``kwargs`` go to
     ``rclpy.node.Node`` (``context``, ``namespace``, ``parameter_overrides``, ...)."""
 
+    MOVEIT_INTERFACES = moveit.WORLD_INTERFACES + moveit.DISPLAY_INTERFACES
+    """Interfaces added when moveit_msgs is importable (for the node reference)."""
+
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
@@ -169,18 +174,10 @@ class PlannerNode(Node):
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._path_pub = self.create_publisher(MarkerArray, "~/planned_path", latched)
         self._display_pub: Any = None
-        self._display_types: Any = None
-        try:
-            from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
-                DisplayTrajectory,
-                RobotTrajectory,
-            )
-        except ImportError:
-            pass
-        else:
-            self._display_types = (DisplayTrajectory, RobotTrajectory)
+        self._display_types = moveit.display_trajectory_types()
+        if self._display_types is not None:
             self._display_pub = self.create_publisher(
-                DisplayTrajectory, "/display_planned_path", reliable)
+                self._display_types[0], moveit.DISPLAY_TOPIC, reliable)
         self._joint_sub = self.create_subscription(
             JointState, "joint_states", self._on_joint_state,
             QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT),
@@ -197,16 +194,8 @@ class PlannerNode(Node):
                     callback_group=self._world_group))
             except Exception as exc:  # an invalid topic name must not stop the node
                 self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
-        try:
-            from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
-                CollisionObject,
-            )
-        except ImportError:
-            CollisionObject = None
-        if CollisionObject is not None:
-            self._world_subs.append(self.create_subscription(
-                CollisionObject, "collision_object", self._on_collision_object, reliable,
-                callback_group=self._world_group))
+        self._world_subs += moveit.subscribe_world(
+            self, self.world, reliable, callback_group=self._world_group)
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,
@@ -365,13 +354,6 @@ class PlannerNode(Node):
             self.get_logger().info(f"world: {what}")
         except Exception as exc:
             self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
-
-    def _on_collision_object(self, msg: Any) -> None:
-        try:
-            what = self.world.apply_collision_object(msg)
-            self.get_logger().info(f"world (collision_object): {what}")
-        except Exception as exc:
-            self.get_logger().error(f"collision object rejected: {exc}", throttle_duration_sec=1.0)
 
     def _joint_topic(self) -> str:
         return str(getattr(self._joint_sub, "topic_name", "joint_states"))
