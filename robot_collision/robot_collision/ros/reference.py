@@ -55,6 +55,49 @@ def _action_names(names_and_types: list[tuple[str, list[str]]]) -> dict[str, str
     return out
 
 
+def _is_moveit(type_name: str) -> bool:
+    return type_name.startswith("moveit_msgs/")
+
+
+def _resolve(name: str, namespace: str, node_name: str) -> str:
+    """Absolute topic name of ``name`` as the node resolves it (``~`` = the node's name)."""
+    ns = namespace.rstrip("/")
+    if name.startswith("/"):
+        return name
+    if name.startswith("~/"):
+        return f"{ns}/{node_name}/{name[2:]}"
+    return f"{ns}/{name}"
+
+
+def _moveit_rows(
+    cls: type,
+    namespace: str,
+    node_name: str,
+    pubs: list[tuple[str, list[str]]],
+    subs: list[tuple[str, list[str]]],
+) -> list[tuple[str, str, str]]:
+    """(kind, name, type) of the interfaces the node adds when moveit_msgs is installed, from
+    the class's ``MOVEIT_INTERFACES`` declaration, so that the reference reads the same with or
+    without moveit_msgs. Where moveit_msgs is installed, the declaration is checked against
+    what the node actually created (a drift raises RuntimeError)."""
+    from .moveit import moveit_available
+
+    declared = sorted(
+        (kind, _resolve(name, namespace, node_name), type_name)
+        for kind, name, type_name in getattr(cls, "MOVEIT_INTERFACES", ())
+    )
+    if moveit_available():
+        actual = sorted(
+            [("publishes", n, t[0]) for n, t in pubs if _is_moveit(t[0])]
+            + [("subscribes", n, t[0]) for n, t in subs if _is_moveit(t[0])]
+        )
+        if actual != declared:
+            raise RuntimeError(
+                f"{cls.__name__}.MOVEIT_INTERFACES {declared} differs from the moveit_msgs "
+                f"interfaces the node created: {actual}")
+    return declared
+
+
 def node_reference(name: str, class_path: str, context: Any, executor: Any) -> dict[str, Any]:
     """Start one node and collect its interface."""
     import importlib
@@ -82,6 +125,7 @@ def node_reference(name: str, class_path: str, context: Any, executor: Any) -> d
         subs = node.get_subscriber_names_and_types_by_node(nname, fqn_ns)
         srvs = node.get_service_names_and_types_by_node(nname, fqn_ns)
         actions = _action_names(srvs)
+        optional = _moveit_rows(cls, fqn_ns, nname, pubs, subs)
         params = []
         for pname in sorted(node.list_parameters([], 0).names):
             if pname in ("use_sim_time", "start_type_description_service") or pname.startswith(
@@ -97,11 +141,14 @@ def node_reference(name: str, class_path: str, context: Any, executor: Any) -> d
             "name": nname,
             "doc": (sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0],
             "publishers": sorted(
-                (n, t[0]) for n, t in pubs if n not in _HIDDEN_TOPICS and "/_action/" not in n
+                (n, t[0]) for n, t in pubs
+                if n not in _HIDDEN_TOPICS and "/_action/" not in n and not _is_moveit(t[0])
             ),
             "subscriptions": sorted(
-                (n, t[0]) for n, t in subs if n not in _HIDDEN_TOPICS and "/_action/" not in n
+                (n, t[0]) for n, t in subs
+                if n not in _HIDDEN_TOPICS and "/_action/" not in n and not _is_moveit(t[0])
             ),
+            "moveit": optional,
             "services": sorted(
                 (n, t[0])
                 for n, t in srvs
@@ -121,7 +168,8 @@ def render_markdown(refs: list[dict[str, Any]]) -> str:
         "",
         "Generated from the nodes themselves by `python -m robot_collision.ros.reference "
         "--write` (each node started on the default robot; defaults shown are the code's, "
-        "`config/robot_collision.yaml` overrides some of them).",
+        "`config/robot_collision.yaml` overrides some of them). Interfaces marked (MoveIt) "
+        "exist when `moveit_msgs` is installed (see `robot_collision/ros/moveit.py`).",
     ]
     for ref in refs:
         lines += ["", f"### `{ref['name']}`", "", ref["doc"], ""]
@@ -133,6 +181,7 @@ def render_markdown(refs: list[dict[str, Any]]) -> str:
             ("action", "actions"),
         ):
             rows += [f"| {kind} | `{n}` | `{t}` |" for n, t in ref[key]]
+        rows += [f"| {kind} (MoveIt) | `{n}` | `{t}` |" for kind, n, t in ref["moveit"]]
         if rows:
             lines += ["| interface | name | type |", "| --- | --- | --- |", *rows, ""]
         if ref["parameters"]:
