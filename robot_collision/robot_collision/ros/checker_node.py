@@ -64,6 +64,7 @@ from .conversions import (
 )
 from .markers import ClearanceMarkers
 from .robot_loader import RobotLoader
+from .startup import KernelWarmUp
 from .wiring import (
     COLLISION_KEYS,
     apply_parameter_values,
@@ -367,26 +368,22 @@ class CollisionCheckerNode(Node):
     def _warm_up(self, pipe: _Pipeline) -> None:
         """Run each checker once so that the compiled kernels are loaded (or compiled) now and
         not on the first joint state."""
-        t0 = time.perf_counter()
         try:
-            q = pipe.robot.home_configuration()
-            world = self.world.objects()
-            pipe.stream.clearance(q, world, pipe.settings.influence_distance)
-            pipe.service.check(q, world, exhaustive=True)
-            every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
-            if self._writer is not None and not ClearanceTableWriter().agrees_with_rmw(
-                every_pair, pipe.frame_id
-            ):  # (a writer of its own: writers are per thread)
-                self._writer = None
-                self.get_logger().warning(
-                    "this RMW serializes ClearanceTable differently from "
-                    "robot_collision.ros.cdr; publishing message objects instead")
+            with KernelWarmUp(self.get_logger(), "collision kernels"):
+                q = pipe.robot.home_configuration()
+                world = self.world.objects()
+                pipe.stream.clearance(q, world, pipe.settings.influence_distance)
+                pipe.service.check(q, world, exhaustive=True)
+                every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
+                if self._writer is not None and not ClearanceTableWriter().agrees_with_rmw(
+                    every_pair, pipe.frame_id
+                ):  # (a writer of its own: writers are per thread)
+                    self._writer = None
+                    self.get_logger().warning(
+                        "this RMW serializes ClearanceTable differently from "
+                        "robot_collision.ros.cdr; publishing message objects instead")
         except Exception as exc:
             self.get_logger().warning(f"checker warm-up failed: {type(exc).__name__}: {exc}")
-            return
-        dt = time.perf_counter() - t0
-        if dt > 0.5:
-            self.get_logger().info(f"collision kernels ready in {dt:.1f} s")
 
     # ------------------------------------------------------------------ parameters
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:

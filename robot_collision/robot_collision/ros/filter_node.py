@@ -137,6 +137,7 @@ from .conversions import (
 )
 from .message_timing import arrival_time, with_message_info
 from .robot_loader import RobotLoader
+from .startup import KernelWarmUp
 from .wiring import apply_parameter_values, start_up_settings
 from .world import WorldModel
 
@@ -627,7 +628,8 @@ class VelocityFilterNode(Node):
         # the first call compiles the filter's kernels (seconds without a numba cache): do it
         # here, outside the control path, so that the first command is not held up
         home = robot.home_configuration()
-        filt.filter(home, np.zeros(robot.num_joints), s.period)
+        with KernelWarmUp(self.get_logger(), "velocity filter kernels"):
+            filt.filter(home, np.zeros(robot.num_joints), s.period)
         filt.reset()
         return _Setup(robot, filt, JointStateMapper(robot.joint_names), cmd_idx, tuple(joints))
 

@@ -129,6 +129,7 @@ from .planner_goals import (
 )
 from .planner_settings import PARAMETERS, READ_ONLY, PlannerSettings, settings_from_values
 from .robot_loader import RobotLoader
+from .startup import KernelWarmUp
 from .wiring import make_checker, start_up_settings
 from .world import WorldModel
 
@@ -266,35 +267,37 @@ class PlannerNode(Node):
         goal's time limit). Failures are ignored."""
         if self._shutting_down:
             return
-        t0 = time.monotonic()
         try:
-            robot = pipe.robot
-            world = self.world.objects()
-            rng = np.random.default_rng(0)
-            valid = [q for q in (robot.random_configuration(rng) for _ in range(64))
-                     if pipe.checker.is_valid(q, world)][:2]
-            if len(valid) < 2:
-                return
-            options = rrt_options(pipe.settings, seed=0, max_iterations=50)
-            planner = BiRRT(pipe.checker, options, world)
-
-            def stop() -> bool:
-                return self._shutting_down or not self.context.ok()
-
-            with contextlib.suppress(RobotCollisionError):
-                res = planner.plan(valid[0], valid[1], time_limit=60.0, should_stop=stop)
-                path = planner.shorten(res.waypoints, 5)
-                time_parameterize_path(
-                    path, robot, 1.0, 1.0, pipe.settings.acceleration_limit,
-                    pipe.settings.trajectory_method, checker=pipe.checker, world=world)
-            ee = default_end_effector(robot, pipe.settings.end_effector)
-            region = WorkspaceGoalRegion(ee, robot.link_transforms(valid[1])[ee])
-            with contextlib.suppress(RobotCollisionError):
-                planner.plan(valid[0], region, time_limit=60.0, should_stop=stop)
+            with KernelWarmUp(self.get_logger(), "planner kernels"):
+                self._plan_once(pipe)
         except Exception as exc:
             self.get_logger().warning(f"planner warm-up failed: {type(exc).__name__}: {exc}")
+
+    def _plan_once(self, pipe: Pipeline) -> None:
+        """The warm-up's planning (see :meth:`_warm_up`)."""
+        robot = pipe.robot
+        world = self.world.objects()
+        rng = np.random.default_rng(0)
+        valid = [q for q in (robot.random_configuration(rng) for _ in range(64))
+                 if pipe.checker.is_valid(q, world)][:2]
+        if len(valid) < 2:
             return
-        self.get_logger().info(f"planner warm-up done in {time.monotonic() - t0:.2f} s")
+        options = rrt_options(pipe.settings, seed=0, max_iterations=50)
+        planner = BiRRT(pipe.checker, options, world)
+
+        def stop() -> bool:
+            return self._shutting_down or not self.context.ok()
+
+        with contextlib.suppress(RobotCollisionError):
+            res = planner.plan(valid[0], valid[1], time_limit=60.0, should_stop=stop)
+            path = planner.shorten(res.waypoints, 5)
+            time_parameterize_path(
+                path, robot, 1.0, 1.0, pipe.settings.acceleration_limit,
+                pipe.settings.trajectory_method, checker=pipe.checker, world=world)
+        ee = default_end_effector(robot, pipe.settings.end_effector)
+        region = WorkspaceGoalRegion(ee, robot.link_transforms(valid[1])[ee])
+        with contextlib.suppress(RobotCollisionError):
+            planner.plan(valid[0], region, time_limit=60.0, should_stop=stop)
 
     def resolve_action_name(self) -> str:
         """Fully qualified name of the PlanMotion action (for logs and clients)."""
