@@ -46,7 +46,7 @@ __all__ = [
     "stop_requested",
 ]
 
-STOP_GRACE = 1.5
+STOP_GRACE = 1.2
 """Seconds from the first SIGINT/SIGTERM to the forced exit (the requirement is 2 s)."""
 
 CONSOLE_SCRIPTS: dict[str, str] = {
