@@ -9,7 +9,8 @@
 #     is tested; in CI the clone is fresh and this is HEAD);
 #  3. runs the README's build command verbatim;
 #  4. `ros2 launch` with the simulated arm and without robot_state_publisher (not installable
-#     here), then .ci/ros_real/probe.py from a separate process: clearance tables arrive, a
+#     here), then .ci/ros_real/probe.py from a separate process (and the README's
+#     `ros2 topic echo --once /collision_checker/clearance`): clearance tables arrive, a
 #     moveit_msgs CollisionObject ADD changes the table and REMOVE restores it, a PlanMotion goal
 #     succeeds and a DisplayTrajectory is published, the velocity filter stops the arm at the
 #     post; the nodes' start-up logs must show their kernels loaded, not compiled (build time);
@@ -91,8 +92,21 @@ LAUNCH_PID=$!
 set +m
 stop_launch() { kill -INT "$LAUNCH_PID" 2>/dev/null || true; }
 trap 'stop_launch; sleep 3; kill -KILL -- -"$LAUNCH_PID" 2>/dev/null || true' EXIT
+fail=()
 probe_rc=0
 python "$PROBE" --since "$launch_t0" --json "$WORK/probe.json" || probe_rc=$?
+[ "$probe_rc" = 0 ] || fail+=("probe checks failed (see above)")
+# the README's second-shell command, verbatim (it starts the ros2 daemon: stopped below)
+echo_rc=0
+timeout 60 ros2 topic echo --once /collision_checker/clearance > "$WORK/echo.txt" 2>&1 \
+  || echo_rc=$?
+if [ "$echo_rc" = 0 ] && grep -q "min_distance:" "$WORK/echo.txt"; then
+  echo "ros2 topic echo --once /collision_checker/clearance: $(grep -c "robot_body:" \
+    "$WORK/echo.txt") rows, $(grep "min_distance:" "$WORK/echo.txt")"
+else
+  cat "$WORK/echo.txt"; fail+=("ros2 topic echo --once /collision_checker/clearance failed")
+fi
+ros2 daemon stop > /dev/null 2>&1 || true
 
 # ---------------------------------------------------------------------- 5. Ctrl-C
 say "SIGINT to ros2 launch"
@@ -105,8 +119,6 @@ stop_s=$(python3 -c "import time; print(f'{time.time() - $stop_t0:.1f}')")
 echo "ros2 launch exited $launch_rc, $stop_s s after SIGINT"
 grep -E "\[(INFO|ERROR|WARNING)\] \[(launch|[a-z_]+-[0-9]+)\]:" "$LAUNCH_LOG" | tail -n 12 || true
 grep -E "kernels ready|kernels \(numba" "$LAUNCH_LOG" | sed 's/^/  /' || true
-fail=()
-[ "$probe_rc" = 0 ] || fail+=("probe checks failed (see above)")
 [ "$launch_rc" = 0 ] || fail+=("ros2 launch exited $launch_rc after SIGINT")
 for node in mock_arm collision_checker velocity_filter planner; do
   grep -q "\[$node-[0-9]*\]: process has finished cleanly" "$LAUNCH_LOG" \

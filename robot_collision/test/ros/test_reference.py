@@ -34,3 +34,16 @@ def test_moveit_rows_are_declared_and_checked(monkeypatch: Any) -> None:
     assert reference._moveit_rows(Node, "/ns", "n", pubs, subs) == declared
     with pytest.raises(RuntimeError, match="differs"):
         reference._moveit_rows(Node, "/ns", "n", pubs[1:], subs)
+
+
+def test_readme_launch_arguments_are_up_to_date() -> None:
+    """The README's launch-argument table is the launch file's (read with ast; where launch is
+    installed, also checked against the launch description itself)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    block = reference.launch_arguments_markdown()
+    assert reference._splice(readme, block, reference.LAUNCH_BEGIN, reference.LAUNCH_END) \
+        == readme, "README.md is stale: run `python -m robot_collision.ros.reference --write`"
+    names = [n for n, _, _ in reference.launch_arguments()]
+    assert {"use_mock_hardware", "use_robot_state_publisher"} <= set(names)
