@@ -10,7 +10,7 @@
 #  3. runs the README's build command verbatim;
 #  4. `ros2 launch` with the simulated arm and without robot_state_publisher (not installable
 #     here), then .ci/ros_real/probe.py from a separate process (and the README's
-#     `ros2 topic echo --once /collision_checker/clearance`): clearance tables arrive, a
+#     `ros2 topic echo --once /collision_checker/clearance ...`): clearance tables arrive, a
 #     moveit_msgs CollisionObject ADD changes the table and REMOVE restores it, a PlanMotion goal
 #     succeeds and a DisplayTrajectory is published, the velocity filter stops the arm at the
 #     post; the nodes' start-up logs must show their kernels loaded, not compiled (build time);
@@ -96,9 +96,11 @@ fail=()
 probe_rc=0
 python "$PROBE" --since "$launch_t0" --json "$WORK/probe.json" || probe_rc=$?
 [ "$probe_rc" = 0 ] || fail+=("probe checks failed (see above)")
-# the README's second-shell command, verbatim (it starts the ros2 daemon: stopped below)
+# the README's second-shell command, verbatim (it starts the ros2 daemon: stopped below; the
+# type is given because a daemon that has just started may not have discovered the topic yet)
 echo_rc=0
-timeout 60 ros2 topic echo --once /collision_checker/clearance > "$WORK/echo.txt" 2>&1 \
+timeout 60 ros2 topic echo --once /collision_checker/clearance robot_collision_interfaces/msg/ClearanceTable \
+  > "$WORK/echo.txt" 2>&1 \
   || echo_rc=$?
 if [ "$echo_rc" = 0 ] && grep -q "min_distance:" "$WORK/echo.txt"; then
   echo "ros2 topic echo --once /collision_checker/clearance: $(grep -c "robot_body:" \
