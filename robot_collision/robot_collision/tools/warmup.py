@@ -109,15 +109,6 @@ def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
     rng = np.random.default_rng(0)
     q0 = robot.home_configuration()
     Q = np.array([robot.random_configuration(rng) for _ in range(PARALLEL_BATCH_MIN)])
-    if "collision" in parts:
-        from ..control.velocity_filter import VelocityFilter
-
-        for q in Q[:20]:
-            checker.check(q, world, exhaustive=True)
-            checker.check(q, world, exhaustive=False)
-            checker.clearance(q, world, influence_distance=0.2)
-        filt = VelocityFilter(checker, world=world)
-        filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
     if "planning" in parts:
         from ..planning.ik import solve_ik
         from ..planning.rrt import BiRRT, RRTOptions
@@ -135,6 +126,15 @@ def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
         time_parameterize(path, robot, checker=checker, world=world)
         solve_ik(robot, robot.link_transforms(goal)["tool"], "tool", q0, checker=checker,
                  world=world)
+    if "collision" in parts:
+        from ..control.velocity_filter import VelocityFilter
+
+        for q in Q[:20]:
+            checker.check(q, world, exhaustive=True)
+            checker.check(q, world, exhaustive=False)
+            checker.clearance(q, world, influence_distance=0.2)
+        filt = VelocityFilter(checker, world=world)
+        filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
     return time.perf_counter() - t0
 
 
