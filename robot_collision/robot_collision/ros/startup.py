@@ -50,7 +50,7 @@ STAMP_NAME = ".kernels-compiled"
 compiled from (see :func:`sources_fingerprint`)."""
 
 HEARTBEAT = 5.0
-"""Seconds between the "still compiling" log lines of :class:`KernelWarmUp`."""
+"""Seconds between the "still loading or compiling" log lines of :class:`KernelWarmUp`."""
 
 
 def _package_dir() -> Path:
@@ -174,7 +174,7 @@ class KernelWarmUp:
 
     def _heartbeat(self) -> None:
         while not self._done.wait(HEARTBEAT):
-            self._log.info(f"still compiling the {self._what} "
+            self._log.info(f"still loading or compiling the {self._what} "
                            f"({time.monotonic() - self._t0:.0f} s so far)")
 
     def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
