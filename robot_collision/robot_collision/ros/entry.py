@@ -24,6 +24,10 @@ planning, ticking:
 Every process leaves through ``os._exit`` after its normal teardown: interpreter finalisation
 with rclpy's objects, and numba possibly compiling in a worker thread, printed "Exception
 ignored" tracebacks or aborted the process.
+
+A new node: add it to :data:`CONSOLE_SCRIPTS`, add a function of its name below, and point its
+console script in ``setup.py`` at ``robot_collision.ros.entry:<name>`` (a test checks that
+every node of the bring-up registry does).
 """
 
 from __future__ import annotations

@@ -189,3 +189,30 @@ def test_entry_imports_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=str(PACKAGE_DIR), text=True,
                          capture_output=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_every_node_starts_through_the_entry_module() -> None:
+    """A node's console script must go through robot_collision.ros.entry (stop handlers before
+    the heavy imports): every node of the bring-up registry has an entry there, and setup.py
+    points its console script at it."""
+    import ast
+
+    from robot_collision.ros.bringup import NODE_REGISTRY
+    from robot_collision.ros.entry import CONSOLE_SCRIPTS
+
+    tree = ast.parse((PACKAGE_DIR / "setup.py").read_text(encoding="utf-8"))
+    scripts: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == "console_scripts":
+                    for spec in ast.literal_eval(value):
+                        name, _, target = spec.partition("=")
+                        scripts[name.strip()] = target.strip()
+    for name, class_path in NODE_REGISTRY.items():
+        module = class_path.partition(":")[0]
+        assert CONSOLE_SCRIPTS.get(name) == f"{module}:main", (
+            f"node {name!r}: add it to robot_collision.ros.entry.CONSOLE_SCRIPTS (and a "
+            "function of its name there)")
+        assert scripts.get(name) == f"robot_collision.ros.entry:{name}", (
+            f"setup.py: console script {name} = robot_collision.ros.entry:{name}")
