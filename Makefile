@@ -8,6 +8,9 @@
 #   make lint    ruff + mypy
 #   make demo    run the demo (DEMO_ARGS="..." passes arguments)
 #   make bench   run the benchmarks (BENCH_ARGS="..." replaces "all")
+#   make test-ros-real  the README's real-ROS path (colcon build, ros2 launch, colcon test) in a
+#                fresh workspace on an emulated ROS 2 Jazzy install (../shared/ros2-real);
+#                what CI runs after `make test` (.ci/ros_real/run.sh)
 #   make clean   remove build outputs and caches; `make distclean` also removes .venv
 
 SHELL := /bin/bash
@@ -53,7 +56,7 @@ PYTEST_ARGS ?=
 DEMO_ARGS ?=
 BENCH_ARGS ?= all
 
-.PHONY: venv test lint demo bench clean distclean
+.PHONY: venv test test-ros-real lint demo bench clean distclean
 
 venv: $(STAMP)
 
@@ -116,6 +119,10 @@ test: venv $(NUMBA_STAMP)
 	if [ $$lint_rc -ne 0 ]; then echo "make test: lint failed (see above)"; fi; \
 	if [ $$test_rc -ne 0 ]; then echo "make test: pytest failed (exit $$test_rc)"; fi; \
 	[ $$lint_rc -eq 0 ] && [ $$test_rc -eq 0 ]
+
+# Needs no .venv: the tier builds its own environment (the underlay) and workspace.
+test-ros-real:
+	@bash .ci/ros_real/run.sh
 
 lint: venv
 	@rc=0; \

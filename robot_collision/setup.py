@@ -7,6 +7,8 @@ Works with colcon on a ROS 2 install and with pip in a plain venv
 - share/robot_collision/package.xml
 - share/robot_collision/launch/*.py, share/robot_collision/config/*.yaml
 - share/robot_collision/urdf/** (the default robot models, sub-folders kept)
+
+`setup.py install` also compiles the kernels of the installed package (InstallAndCompile).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.install import install
 
 PACKAGE = "robot_collision"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,6 +58,38 @@ def _tree(folder: str) -> list[tuple[str, list[str]]]:
     return entries
 
 
+class InstallAndCompile(install):
+    """``setup.py install`` (what ``colcon build`` runs), then compile the installed package's
+    numba kernels into its ``__pycache__`` folders, so that the nodes' first start loads them
+    instead of compiling for a minute (robot_collision/ros/startup.py). Skipped for staged
+    installs (``--root``: wheels, Debian packages) and with ROBOT_COLLISION_PRECOMPILE=0; a
+    failure is reported and does not fail the install (the nodes then compile at first start)."""
+
+    def run(self) -> None:
+        super().run()
+        if self.root or os.environ.get("ROBOT_COLLISION_PRECOMPILE", "1") == "0":
+            return
+        import subprocess
+        import sys
+        import time
+
+        lib = os.path.abspath(self.install_lib)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = lib + os.pathsep + env.get("PYTHONPATH", "")
+        # the default robot is read from the install's share/ folder (found through the
+        # ament index, which this install is not yet part of)
+        prefix = os.path.abspath(self.install_data)
+        env["AMENT_PREFIX_PATH"] = prefix + os.pathsep + env.get("AMENT_PREFIX_PATH", "")
+        t0 = time.monotonic()
+        # cwd = the install: `python -m` puts it first on sys.path, ahead of the source tree
+        rc = subprocess.call(
+            [sys.executable, "-m", PACKAGE + ".ros.startup", "--precompile"], cwd=lib, env=env)
+        if rc != 0:
+            print(f"warning: {PACKAGE}: compiling the kernels failed (exit {rc}, "
+                  f"{time.monotonic() - t0:.0f} s); the nodes will compile them at their first "
+                  "start", file=sys.stderr)
+
+
 packages = find_packages(include=[PACKAGE, PACKAGE + ".*"])
 if PACKAGE not in packages:
     packages.insert(0, PACKAGE)
@@ -80,14 +115,19 @@ setup(
     # requirements.txt / requirements-ros.txt in a venv; none is declared here so that pip never
     # replaces the ROS-provided or pinned packages.
     install_requires=[],
+    # `colcon test` runs pytest only when pytest is declared as a test requirement
+    # (colcon-core reads tests_require and extras_require["test"]); tests_require is deprecated.
+    extras_require={"test": ["pytest", "hypothesis"]},
+    cmdclass={"install": InstallAndCompile},
     zip_safe=False,
     entry_points={
         "console_scripts": [
-            "collision_checker = robot_collision.ros.checker_node:main",
-            "velocity_filter = robot_collision.ros.filter_node:main",
-            "planner = robot_collision.ros.planner_node:main",
-            "mock_arm = robot_collision.ros.mock_arm:main",
-            "robot_collision_bringup = robot_collision.ros.bringup:main",
+            # the nodes start through ros.entry: stop signals handled before the heavy imports
+            "collision_checker = robot_collision.ros.entry:collision_checker",
+            "velocity_filter = robot_collision.ros.entry:velocity_filter",
+            "planner = robot_collision.ros.entry:planner",
+            "mock_arm = robot_collision.ros.entry:mock_arm",
+            "robot_collision_bringup = robot_collision.ros.entry:bringup",
             "robot_collision_demo = robot_collision.ros.demo:main",
             "robot_collision = robot_collision.tools.cli:main",
         ],

@@ -3,6 +3,8 @@
     ros2 launch robot_collision robot_collision.launch.py
     ros2 launch robot_collision robot_collision.launch.py urdf:=/path/arm.urdf srdf:=/path/arm.srdf
     ros2 launch robot_collision robot_collision.launch.py use_mock_hardware:=true
+    ros2 launch robot_collision robot_collision.launch.py use_mock_hardware:=true \
+        use_robot_state_publisher:=false    # where robot_state_publisher is not installed
 
 Starts collision_checker, velocity_filter and planner with config/robot_collision.yaml (or
 params_file:=...), robot_state_publisher for TF (use_robot_state_publisher:=false to leave it
@@ -94,7 +96,8 @@ def generate_launch_description() -> LaunchDescription:
             "srdf",
             default_value=PathJoinSubstitution(
                 [FindPackageShare(PACKAGE), "urdf", "default_arm.srdf"]),
-            description="Robot SRDF file (empty for none).",
+            description="Robot SRDF file (disabled collision pairs, joint groups; empty "
+            "for none).",
         ),
         DeclareLaunchArgument(
             "params_file",
@@ -105,12 +108,14 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "use_mock_hardware",
             default_value="false",
-            description="Start mock_arm, a simulated arm publishing joint_states.",
+            description="Start mock_arm, a simulated arm publishing joint_states, in place "
+            "of the hardware.",
         ),
         DeclareLaunchArgument(
             "use_robot_state_publisher",
             default_value="true",
-            description="Start robot_state_publisher (TF of the arm for RViz).",
+            description="Start robot_state_publisher (the arm's TF, for RViz); false where "
+            "it is not installed or another one already runs.",
         ),
         OpaqueFunction(function=_nodes),
     ])

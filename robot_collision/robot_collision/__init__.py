@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .collision.checker import CheckResult, CollisionChecker
 from .errors import (
     ConfigurationError,
     GoalInCollisionError,
@@ -32,13 +31,14 @@ from .errors import (
     UnknownNameError,
     URDFError,
 )
-from .geometry.point_cloud import OccupancyMap, PointCloud
-from .geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
-from .model.robot_model import JointInfo, RobotModel
 
 if TYPE_CHECKING:  # imported lazily at run time (see __getattr__ below)
+    from .collision.checker import CheckResult, CollisionChecker
     from .control.velocity_filter import FilterOptions, VelocityFilter
+    from .geometry.point_cloud import OccupancyMap, PointCloud
+    from .geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
     from .geometry.transforms import make_pose
+    from .model.robot_model import JointInfo, RobotModel
     from .planning.ik import WorkspaceGoalRegion
     from .planning.rrt import BiRRT, RRTOptions
 
@@ -81,9 +81,24 @@ __all__ = [
     "default_robot_paths",
 ]
 
-# Names of the planning and control layers, imported on first use so that a script that only
-# checks collisions does not load the planner (and toppra) or the filter's QP solver.
+# Everything but the errors is imported on first use: `import robot_collision` (and so every
+# console script, whose stop handlers must be in place before numpy, numba and the kernels load:
+# robot_collision.ros.entry) costs next to nothing, and a script that only checks collisions
+# does not load the planner (and toppra) or the filter's QP solver.
 _LAZY = {
+    "CheckResult": "robot_collision.collision.checker",
+    "CollisionChecker": "robot_collision.collision.checker",
+    "Shape": "robot_collision.geometry.shapes",
+    "Sphere": "robot_collision.geometry.shapes",
+    "Capsule": "robot_collision.geometry.shapes",
+    "Box": "robot_collision.geometry.shapes",
+    "Cylinder": "robot_collision.geometry.shapes",
+    "Mesh": "robot_collision.geometry.shapes",
+    "WorldObject": "robot_collision.geometry.shapes",
+    "PointCloud": "robot_collision.geometry.point_cloud",
+    "OccupancyMap": "robot_collision.geometry.point_cloud",
+    "RobotModel": "robot_collision.model.robot_model",
+    "JointInfo": "robot_collision.model.robot_model",
     "BiRRT": "robot_collision.planning.rrt",
     "RRTOptions": "robot_collision.planning.rrt",
     "WorkspaceGoalRegion": "robot_collision.planning.ik",

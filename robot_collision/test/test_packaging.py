@@ -41,11 +41,11 @@ ROOT_EXEC_DEPENDS = {
 }
 
 CONSOLE_SCRIPTS = {
-    "collision_checker": "robot_collision.ros.checker_node:main",
-    "velocity_filter": "robot_collision.ros.filter_node:main",
-    "planner": "robot_collision.ros.planner_node:main",
-    "mock_arm": "robot_collision.ros.mock_arm:main",
-    "robot_collision_bringup": "robot_collision.ros.bringup:main",
+    "collision_checker": "robot_collision.ros.entry:collision_checker",
+    "velocity_filter": "robot_collision.ros.entry:velocity_filter",
+    "planner": "robot_collision.ros.entry:planner",
+    "mock_arm": "robot_collision.ros.entry:mock_arm",
+    "robot_collision_bringup": "robot_collision.ros.entry:bringup",
     "robot_collision_demo": "robot_collision.ros.demo:main",
     "robot_collision": "robot_collision.tools.cli:main",
 }

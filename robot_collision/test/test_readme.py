@@ -1,4 +1,5 @@
-"""The README's Python example runs as written (from the repository root)."""
+"""The README's Python example runs as written (from the repository root), and its real-ROS
+commands are the ones make test-ros-real runs."""
 
 from __future__ import annotations
 
@@ -23,3 +24,34 @@ def test_readme_python_example_runs() -> None:
         os.chdir(cwd)
     assert namespace["path"].shape[1] == 7
     assert len(namespace["table"]) > 0
+
+
+def _commands(block: str) -> list[str]:
+    """Shell commands of a code block: continuation lines joined, comments dropped, `&&`
+    chains split, whitespace collapsed."""
+    text = re.sub(r"\\\n\s*", " ", block)
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        out += [" ".join(c.split()) for c in line.split("&&") if c.strip()]
+    return out
+
+
+def test_real_arm_section_is_what_the_ros_real_tier_runs() -> None:
+    """Every command of the README's no-hardware block runs verbatim in make test-ros-real."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## On a real arm", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert len(blocks) >= 2, "the section needs the install block and the no-hardware block"
+    tier = ROOT / ".ci" / "ros_real" / "run.sh"
+    script = _commands(tier.read_text(encoding="utf-8"))
+    commands = _commands(blocks[1])
+    assert "colcon build --packages-select robot_collision_interfaces robot_collision" in commands
+
+    def runs(command: str) -> bool:  # as a whole command, maybe redirected, piped or timed
+        pattern = r"(^|\s)" + re.escape(command) + r"(\s*$|\s*[<>|&;]|\s+\d>)"
+        return any(re.search(pattern, line) for line in script)
+
+    missing = [c for c in commands if not runs(c)]
+    assert not missing, f"README commands that {tier.name} does not run verbatim: {missing}"
+    assert "rosdep install --from-paths src --ignore-src -y" in _commands(blocks[0])

@@ -177,6 +177,10 @@ def run_nodes(
         SingleThreadedExecutor,
     )
 
+    from .entry import stop_requested
+
+    if stop_requested():  # SIGINT/SIGTERM while the process was importing
+        return 0
     rclpy.init(args=args)
     nodes: list[Any] = []
     executors: list[Any] = []
@@ -184,6 +188,8 @@ def run_nodes(
     code = 0
     try:
         nodes = list(factory())
+        if stop_requested():  # ... or while the nodes were starting
+            return 0
         if not nodes:
             print("robot_collision: no node to run", file=sys.stderr)
             return 1
@@ -227,7 +233,7 @@ def run_nodes(
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
-        if rclpy.ok():
+        if rclpy.ok() and not stop_requested():
             print(f"robot_collision: {type(exc).__name__}: {exc}", file=sys.stderr)
             code = 1
         # else: SIGINT/SIGTERM shut the context down while the executor was waiting; rclpy
@@ -235,17 +241,25 @@ def run_nodes(
     finally:
         # shared/docs/ros2-from-pypi.md: rclpy.try_shutdown(), then join the spin threads, then
         # executor.shutdown() (the reverse aborted the process); nodes are destroyed once
-        # nothing spins them any more.
-        rclpy.try_shutdown()
-        for t in threads:
-            t.join(timeout=10.0)
-        for node in nodes:
-            with contextlib.suppress(Exception):
-                node.destroy_node()
-        for ex in executors:
-            with contextlib.suppress(Exception):
-                ex.shutdown()
+        # nothing spins them any more. A second Ctrl-C (without robot_collision.ros.entry's
+        # handlers) must not turn the teardown into a traceback.
+        with contextlib.suppress(KeyboardInterrupt):
+            _tear_down(nodes, executors, threads)
     return code
+
+
+def _tear_down(nodes: list[Any], executors: list[Any], threads: list[threading.Thread]) -> None:
+    import rclpy
+
+    rclpy.try_shutdown()
+    for t in threads:
+        t.join(timeout=10.0)
+    for node in nodes:
+        with contextlib.suppress(Exception):
+            node.destroy_node()
+    for ex in executors:
+        with contextlib.suppress(Exception):
+            ex.shutdown()
 
 
 def _spin_quietly(executor: Any) -> None:

@@ -12,7 +12,8 @@ Interface (names relative to the node; ``~`` = the node's private namespace):
   subscribes (see :mod:`robot_collision.ros.markers`);
 - serves ``~/check_collision`` (``robot_collision_interfaces/CheckCollision``);
 - subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE)
-  and, when ``moveit_msgs`` is importable, ``collision_object`` (``moveit_msgs/CollisionObject``);
+  and, when ``moveit_msgs`` is importable, ``collision_object`` (``moveit_msgs/CollisionObject``)
+  and ``planning_scene`` (``moveit_msgs/PlanningScene``, world objects; see :mod:`.moveit`);
 - the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
   (:mod:`robot_collision.ros.robot_loader`); world objects from ``world_file`` and the topics.
 
@@ -53,6 +54,7 @@ from ..collision.clearance import ClearanceTable
 from ..errors import ConfigurationError, RobotCollisionError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
+from . import moveit
 from .cdr import WIRE_FORMAT_SUPPORTED, ClearanceTableWriter
 from .conversions import (
     ConversionError,
@@ -62,6 +64,7 @@ from .conversions import (
 )
 from .markers import ClearanceMarkers
 from .robot_loader import RobotLoader
+from .startup import KernelWarmUp
 from .wiring import (
     COLLISION_KEYS,
     apply_parameter_values,
@@ -229,6 +232,9 @@ class CollisionCheckerNode(Node):
     """Collision checker node (see the module docstring). ``kwargs`` go to ``rclpy.node.Node``
     (``context``, ``namespace``, ``parameter_overrides``, ``cli_args``, ...)."""
 
+    MOVEIT_INTERFACES = moveit.WORLD_INTERFACES
+    """Interfaces added when moveit_msgs is importable (for the node reference)."""
+
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
@@ -271,15 +277,8 @@ class CollisionCheckerNode(Node):
         self._world_sub = self.create_subscription(
             WorldObjectMsg, "~/world_objects", self._on_world_object, qos,
             callback_group=self._world_group)
-        self._moveit_sub = None
-        try:
-            from moveit_msgs.msg import CollisionObject  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            CollisionObject = None
-        if CollisionObject is not None:
-            self._moveit_sub = self.create_subscription(
-                CollisionObject, "collision_object", self._on_collision_object, qos,
-                callback_group=self._world_group)
+        self._moveit_subs = moveit.subscribe_world(
+            self, self.world, qos, callback_group=self._world_group)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)
@@ -369,26 +368,22 @@ class CollisionCheckerNode(Node):
     def _warm_up(self, pipe: _Pipeline) -> None:
         """Run each checker once so that the compiled kernels are loaded (or compiled) now and
         not on the first joint state."""
-        t0 = time.perf_counter()
         try:
-            q = pipe.robot.home_configuration()
-            world = self.world.objects()
-            pipe.stream.clearance(q, world, pipe.settings.influence_distance)
-            pipe.service.check(q, world, exhaustive=True)
-            every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
-            if self._writer is not None and not ClearanceTableWriter().agrees_with_rmw(
-                every_pair, pipe.frame_id
-            ):  # (a writer of its own: writers are per thread)
-                self._writer = None
-                self.get_logger().warning(
-                    "this RMW serializes ClearanceTable differently from "
-                    "robot_collision.ros.cdr; publishing message objects instead")
+            with KernelWarmUp(self.get_logger(), "collision kernels"):
+                q = pipe.robot.home_configuration()
+                world = self.world.objects()
+                pipe.stream.clearance(q, world, pipe.settings.influence_distance)
+                pipe.service.check(q, world, exhaustive=True)
+                every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
+                if self._writer is not None and not ClearanceTableWriter().agrees_with_rmw(
+                    every_pair, pipe.frame_id
+                ):  # (a writer of its own: writers are per thread)
+                    self._writer = None
+                    self.get_logger().warning(
+                        "this RMW serializes ClearanceTable differently from "
+                        "robot_collision.ros.cdr; publishing message objects instead")
         except Exception as exc:
             self.get_logger().warning(f"checker warm-up failed: {type(exc).__name__}: {exc}")
-            return
-        dt = time.perf_counter() - t0
-        if dt > 0.5:
-            self.get_logger().info(f"collision kernels ready in {dt:.1f} s")
 
     # ------------------------------------------------------------------ parameters
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
@@ -529,17 +524,6 @@ class CollisionCheckerNode(Node):
         except Exception as exc:
             self.get_logger().error(
                 f"world object rejected: {type(exc).__name__}: {exc}", throttle_duration_sec=1.0)
-
-    def _on_collision_object(self, msg: Any) -> None:
-        try:
-            what = self.world.apply_collision_object(msg)
-            self.get_logger().info(f"world (collision_object): {what}")
-        except RobotCollisionError as exc:
-            self.get_logger().error(f"collision object rejected: {exc}", throttle_duration_sec=1.0)
-        except Exception as exc:
-            self.get_logger().error(
-                f"collision object rejected: {type(exc).__name__}: {exc}",
-                throttle_duration_sec=1.0)
 
     # ------------------------------------------------------------------ service
     def _on_check_collision(

@@ -10,8 +10,9 @@ where a message is built. Nothing here touches a node.
 - core :class:`~robot_collision.collision.checker.CheckResult` → ``CheckCollision`` response.
 - ``geometry_msgs/Pose`` ↔ (4, 4) homogeneous matrix.
 - ``shape_msgs/SolidPrimitive`` / ``shape_msgs/Mesh`` ↔ core shapes.
-- ``robot_collision_interfaces/WorldObject`` and MoveIt's ``moveit_msgs/CollisionObject`` →
-  :class:`WorldUpdate` (what :class:`robot_collision.ros.world.WorldModel` applies).
+- ``robot_collision_interfaces/WorldObject``, MoveIt's ``moveit_msgs/CollisionObject`` and the
+  world objects of a ``moveit_msgs/PlanningScene`` → :class:`WorldUpdate` (what
+  :class:`robot_collision.ros.world.WorldModel` applies).
 
 Every function raises :class:`ConversionError` (a ``ValueError``) with a message that says what
 is wrong with the input; shape errors from the core (:class:`~robot_collision.errors.ShapeError`,
@@ -57,6 +58,8 @@ __all__ = [
     "world_object_to_msg",
     "collision_object_to_update",
     "collision_object_to_world_objects",
+    "operation_code",
+    "planning_scene_to_updates",
     "ADD",
     "REMOVE",
     "MOVE",
@@ -484,6 +487,27 @@ def shape_to_mesh_msg(shape: Mesh) -> Any:
 
 
 # --------------------------------------------------------------------------- world updates
+def operation_code(value: Any, what: str = "operation") -> int:
+    """An ``operation`` field or constant as an int.
+
+    ``moveit_msgs/CollisionObject.operation`` and its constants are declared ``byte`` (IDL
+    ``octet``): rclpy gives them as ``bytes`` of length 1 (``b'\\x00'``), while ``uint8``
+    fields (``robot_collision_interfaces/WorldObject.operation``) are ``int``. Both are
+    accepted, as are numpy integers; anything else raises :class:`ConversionError`.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        if len(value) != 1:
+            raise ConversionError(f"{what} must be a single byte, got {bytes(value)!r}")
+        return int(value[0])
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        code = int(value)
+        if 0 <= code <= 255:
+            return code
+        raise ConversionError(f"{what} must be within 0..255, got {code}")
+    raise ConversionError(
+        f"{what} must be an int or a single byte, got {type(value).__name__} {value!r}")
+
+
 @dataclass(frozen=True)
 class WorldUpdate:
     """One change to the world model, independent of the message it came from.
@@ -520,7 +544,7 @@ def world_update_from_msg(msg: Any) -> WorldUpdate:
     object_id = str(msg.id)
     if not object_id.strip():
         raise ConversionError("WorldObject id must be a non-empty name")
-    op = int(msg.operation)
+    op = operation_code(msg.operation, f"WorldObject {object_id!r} operation")
     frame = _header_frame(msg)
     if op == 1:
         return WorldUpdate(REMOVE, object_id, frame_id=frame)
@@ -584,19 +608,20 @@ def collision_object_to_update(obj: Any) -> WorldUpdate:
     """:class:`WorldUpdate` of a ``moveit_msgs/CollisionObject`` (or any object with its fields).
 
     Uses ``id``, ``operation`` (ADD=0, REMOVE=1, APPEND=2, MOVE=3, read from the object's own
-    constants when it has them), ``header.frame_id``, ``pose`` (the object frame; identity when
+    constants when it has them; ``bytes`` of length 1 as in ROS 2 Python, where the field is an
+    ``octet``, or ``int``), ``header.frame_id``, ``pose`` (the object frame; identity when
     the field is absent, as in old MoveIt versions), ``primitives``/``primitive_poses`` and
     ``meshes``/``mesh_poses`` (relative to ``pose``) and ``planes``/``plane_poses`` (each plane
     becomes a 20 m x 20 m x 1 m box under it). REMOVE with an empty id removes every object.
     """
     object_id = str(getattr(obj, "id", "") or "")
-    op_add = int(getattr(obj, "ADD", 0))
-    op_remove = int(getattr(obj, "REMOVE", 1))
-    op_append = int(getattr(obj, "APPEND", 2))
-    op_move = int(getattr(obj, "MOVE", 3))
-    op = int(getattr(obj, "operation", op_add))
-    frame = _header_frame(obj)
     what = f"CollisionObject {object_id!r}"
+    op_add = operation_code(getattr(obj, "ADD", 0), f"{what} ADD constant")
+    op_remove = operation_code(getattr(obj, "REMOVE", 1), f"{what} REMOVE constant")
+    op_append = operation_code(getattr(obj, "APPEND", 2), f"{what} APPEND constant")
+    op_move = operation_code(getattr(obj, "MOVE", 3), f"{what} MOVE constant")
+    op = operation_code(getattr(obj, "operation", op_add), f"{what} operation")
+    frame = _header_frame(obj)
     if op == op_remove:
         return WorldUpdate(REMOVE, object_id, frame_id=frame)
     if not object_id.strip():
@@ -644,6 +669,27 @@ def collision_object_to_update(obj: Any) -> WorldUpdate:
     if not shapes and op == op_add:
         raise ConversionError(f"{what}: ADD needs at least one primitive, mesh or plane")
     return WorldUpdate(ADD if op == op_add else APPEND, object_id, shapes, pose, frame)
+
+
+def planning_scene_to_updates(scene: Any) -> tuple[bool, list[WorldUpdate]]:
+    """(is_diff, updates) of a ``moveit_msgs/PlanningScene``: one :class:`WorldUpdate` per
+    ``world.collision_objects`` entry, in order (see :func:`collision_object_to_update`).
+
+    Only the world's collision objects are read; the robot state (attached objects), allowed
+    collision matrix, link padding/scale, colours and ``world.octomap`` are ignored. With
+    ``is_diff`` false the message is a full scene: the caller replaces the objects that came
+    from messages by these (MoveIt clears its world first). Raises :class:`ConversionError`
+    naming the offending entry; no update is returned then.
+    """
+    world = getattr(scene, "world", None)
+    objects = list(getattr(world, "collision_objects", []) or []) if world is not None else []
+    updates = []
+    for k, obj in enumerate(objects):
+        try:
+            updates.append(collision_object_to_update(obj))
+        except ConversionError as exc:
+            raise ConversionError(f"PlanningScene world.collision_objects[{k}]: {exc}") from None
+    return bool(getattr(scene, "is_diff", False)), updates
 
 
 def collision_object_to_world_objects(obj: Any) -> list[WorldObject]:

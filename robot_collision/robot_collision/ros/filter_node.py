@@ -30,9 +30,11 @@ namespace ``~/command`` is ``/velocity_filter/command``):
 - serves ``~/set_protection`` (``robot_collision_interfaces/SetProtection``): switch collision
   protection of a joint group off/on (joint limits always stay on). Groups are the SRDF's groups
   plus the ``protection_groups`` parameter.
-- subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE);
-  world objects also come from ``world_file``. The robot comes from ``robot_description`` /
-  ``urdf_path`` / the ``robot_description`` topic (:mod:`robot_collision.ros.robot_loader`).
+- subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE)
+  and, when ``moveit_msgs`` is importable, ``collision_object`` and ``planning_scene`` (MoveIt's
+  world topics, :mod:`.moveit`); world objects also come from ``world_file``. The robot comes
+  from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
+  (:mod:`robot_collision.ros.robot_loader`).
 
 Timing. A timer runs at ``rate`` Hz (the control tick, ``dt = 1 / rate`` for the filter's
 joint-limit bounds). With ``filter_on_command`` (default) a command is filtered and published
@@ -129,12 +131,14 @@ from ..collision.checker import CollisionChecker
 from ..control.velocity_filter import FilterOptions, VelocityFilter
 from ..errors import ConfigurationError, RobotCollisionError
 from ..model.robot_model import RobotModel
+from . import moveit
 from .conversions import (
     ConversionError,
     JointStateMapper,
 )
 from .message_timing import arrival_time, with_message_info
 from .robot_loader import RobotLoader
+from .startup import KernelWarmUp
 from .wiring import apply_parameter_values, start_up_settings
 from .world import WorldModel
 
@@ -450,6 +454,9 @@ class VelocityFilterNode(Node):
     """Velocity filter node (see the module docstring). ``kwargs`` go to ``rclpy.node.Node``
     (``context``, ``namespace``, ``parameter_overrides``, ``cli_args``, ...)."""
 
+    MOVEIT_INTERFACES = moveit.WORLD_INTERFACES
+    """Interfaces added when moveit_msgs is importable (for the node reference)."""
+
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
@@ -518,6 +525,9 @@ class VelocityFilterNode(Node):
             WorldObjectMsg, "~/world_objects", self._on_world_object,
             QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
             callback_group=self._world_group, event_callbacks=sub_events)
+        self._moveit_subs = moveit.subscribe_world(
+            self, self.world, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+            callback_group=self._world_group)
         self._service = self.create_service(
             SetProtection, "~/set_protection", self._on_set_protection,
             callback_group=self._service_group)
@@ -606,7 +616,8 @@ class VelocityFilterNode(Node):
         # the first call compiles the filter's kernels (seconds without a numba cache): do it
         # here, outside the control path, so that the first command is not held up
         home = robot.home_configuration()
-        filt.filter(home, np.zeros(robot.num_joints), s.period)
+        with KernelWarmUp(self.get_logger(), "velocity filter kernels"):
+            filt.filter(home, np.zeros(robot.num_joints), s.period)
         filt.reset()
         return _Setup(robot, filt, JointStateMapper(robot.joint_names), cmd_idx, tuple(joints))
 

@@ -20,12 +20,13 @@ namespace the action is ``/planner/plan_motion``):
   shapes along the path (namespaces ``ghost_<k>``, start to goal). A failed goal deletes the
   previous path, so RViz never shows a stale plan.
 - publishes ``/display_planned_path`` (``moveit_msgs/DisplayTrajectory``) when ``moveit_msgs``
-  can be imported (a real ROS install with MoveIt); nothing otherwise.
+  can be imported (a ROS install with MoveIt); nothing otherwise (:mod:`.moveit`).
 - world objects: ``world_file`` (the collision checker's YAML schema,
   :mod:`robot_collision.ros.world`) and the topics ``~/world_objects`` and every name in
   ``world_topics`` (``robot_collision_interfaces/WorldObject``; by default also
   ``collision_checker/world_objects``, so one message updates the checker and the planner), plus
-  ``collision_object`` (``moveit_msgs/CollisionObject``) when ``moveit_msgs`` is importable.
+  ``collision_object`` (``moveit_msgs/CollisionObject``) and ``planning_scene``
+  (``moveit_msgs/PlanningScene``) when ``moveit_msgs`` is importable (:mod:`.moveit`).
 - the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
   (:mod:`robot_collision.ros.robot_loader`).
 
@@ -108,6 +109,7 @@ from ..errors import (
 from ..model.robot_model import RobotModel
 from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
+from . import moveit
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
 from .markers import PlannedPathMarkers
 from .planner_execution import (
@@ -127,6 +129,7 @@ from .planner_goals import (
 )
 from .planner_settings import PARAMETERS, READ_ONLY, PlannerSettings, settings_from_values
 from .robot_loader import RobotLoader
+from .startup import KernelWarmUp
 from .wiring import make_checker, start_up_settings
 from .world import WorldModel
 
@@ -138,6 +141,9 @@ ACTION_NAME = "~/plan_motion"
 class PlannerNode(Node):
     """Motion-planning action server (see the module docstring). ``kwargs`` go to
     ``rclpy.node.Node`` (``context``, ``namespace``, ``parameter_overrides``, ...)."""
+
+    MOVEIT_INTERFACES = moveit.WORLD_INTERFACES + moveit.DISPLAY_INTERFACES
+    """Interfaces added when moveit_msgs is importable (for the node reference)."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -169,18 +175,10 @@ class PlannerNode(Node):
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._path_pub = self.create_publisher(MarkerArray, "~/planned_path", latched)
         self._display_pub: Any = None
-        self._display_types: Any = None
-        try:
-            from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
-                DisplayTrajectory,
-                RobotTrajectory,
-            )
-        except ImportError:
-            pass
-        else:
-            self._display_types = (DisplayTrajectory, RobotTrajectory)
+        self._display_types = moveit.display_trajectory_types()
+        if self._display_types is not None:
             self._display_pub = self.create_publisher(
-                DisplayTrajectory, "/display_planned_path", reliable)
+                self._display_types[0], moveit.DISPLAY_TOPIC, reliable)
         self._joint_sub = self.create_subscription(
             JointState, "joint_states", self._on_joint_state,
             QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT),
@@ -197,16 +195,8 @@ class PlannerNode(Node):
                     callback_group=self._world_group))
             except Exception as exc:  # an invalid topic name must not stop the node
                 self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
-        try:
-            from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
-                CollisionObject,
-            )
-        except ImportError:
-            CollisionObject = None
-        if CollisionObject is not None:
-            self._world_subs.append(self.create_subscription(
-                CollisionObject, "collision_object", self._on_collision_object, reliable,
-                callback_group=self._world_group))
+        self._world_subs += moveit.subscribe_world(
+            self, self.world, reliable, callback_group=self._world_group)
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,
@@ -277,35 +267,37 @@ class PlannerNode(Node):
         goal's time limit). Failures are ignored."""
         if self._shutting_down:
             return
-        t0 = time.monotonic()
         try:
-            robot = pipe.robot
-            world = self.world.objects()
-            rng = np.random.default_rng(0)
-            valid = [q for q in (robot.random_configuration(rng) for _ in range(64))
-                     if pipe.checker.is_valid(q, world)][:2]
-            if len(valid) < 2:
-                return
-            options = rrt_options(pipe.settings, seed=0, max_iterations=50)
-            planner = BiRRT(pipe.checker, options, world)
-
-            def stop() -> bool:
-                return self._shutting_down or not self.context.ok()
-
-            with contextlib.suppress(RobotCollisionError):
-                res = planner.plan(valid[0], valid[1], time_limit=60.0, should_stop=stop)
-                path = planner.shorten(res.waypoints, 5)
-                time_parameterize_path(
-                    path, robot, 1.0, 1.0, pipe.settings.acceleration_limit,
-                    pipe.settings.trajectory_method, checker=pipe.checker, world=world)
-            ee = default_end_effector(robot, pipe.settings.end_effector)
-            region = WorkspaceGoalRegion(ee, robot.link_transforms(valid[1])[ee])
-            with contextlib.suppress(RobotCollisionError):
-                planner.plan(valid[0], region, time_limit=60.0, should_stop=stop)
+            with KernelWarmUp(self.get_logger(), "planner kernels"):
+                self._plan_once(pipe)
         except Exception as exc:
             self.get_logger().warning(f"planner warm-up failed: {type(exc).__name__}: {exc}")
+
+    def _plan_once(self, pipe: Pipeline) -> None:
+        """The warm-up's planning (see :meth:`_warm_up`)."""
+        robot = pipe.robot
+        world = self.world.objects()
+        rng = np.random.default_rng(0)
+        valid = [q for q in (robot.random_configuration(rng) for _ in range(64))
+                 if pipe.checker.is_valid(q, world)][:2]
+        if len(valid) < 2:
             return
-        self.get_logger().info(f"planner warm-up done in {time.monotonic() - t0:.2f} s")
+        options = rrt_options(pipe.settings, seed=0, max_iterations=50)
+        planner = BiRRT(pipe.checker, options, world)
+
+        def stop() -> bool:
+            return self._shutting_down or not self.context.ok()
+
+        with contextlib.suppress(RobotCollisionError):
+            res = planner.plan(valid[0], valid[1], time_limit=60.0, should_stop=stop)
+            path = planner.shorten(res.waypoints, 5)
+            time_parameterize_path(
+                path, robot, 1.0, 1.0, pipe.settings.acceleration_limit,
+                pipe.settings.trajectory_method, checker=pipe.checker, world=world)
+        ee = default_end_effector(robot, pipe.settings.end_effector)
+        region = WorkspaceGoalRegion(ee, robot.link_transforms(valid[1])[ee])
+        with contextlib.suppress(RobotCollisionError):
+            planner.plan(valid[0], region, time_limit=60.0, should_stop=stop)
 
     def resolve_action_name(self) -> str:
         """Fully qualified name of the PlanMotion action (for logs and clients)."""
@@ -365,13 +357,6 @@ class PlannerNode(Node):
             self.get_logger().info(f"world: {what}")
         except Exception as exc:
             self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
-
-    def _on_collision_object(self, msg: Any) -> None:
-        try:
-            what = self.world.apply_collision_object(msg)
-            self.get_logger().info(f"world (collision_object): {what}")
-        except Exception as exc:
-            self.get_logger().error(f"collision object rejected: {exc}", throttle_duration_sec=1.0)
 
     def _joint_topic(self) -> str:
         return str(getattr(self._joint_sub, "topic_name", "joint_states"))

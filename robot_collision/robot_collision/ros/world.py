@@ -57,6 +57,7 @@ from .conversions import (
     REMOVE,
     WorldUpdate,
     collision_object_to_update,
+    planning_scene_to_updates,
     world_update_from_msg,
 )
 
@@ -381,6 +382,42 @@ class WorldModel:
     def apply_collision_object(self, msg: Any) -> str:
         """Apply a ``moveit_msgs/CollisionObject`` (or an object with the same fields)."""
         return self.apply(collision_object_to_update(msg))
+
+    def apply_all(self, updates: Sequence[WorldUpdate], replace: bool = False) -> str:
+        """Apply ``updates`` in order, all or nothing; returns what changed in one line.
+
+        ``replace``: first remove every object that did not come from the world file (a full
+        MoveIt planning scene replaces the world; the world file's objects are this node's
+        fixed configuration and stay). On any error (see :meth:`apply`) the world is left as
+        it was and the error is raised.
+        """
+        with self._lock:
+            saved = (dict(self._entries), self._version)
+            try:
+                done: list[str] = []
+                if replace:
+                    keep = set(self._file_ids)
+                    dropped = [oid for oid in self._entries if oid not in keep]
+                    for oid in dropped:
+                        del self._entries[oid]
+                    if dropped:
+                        self._changed()
+                    done.append(f"cleared {len(dropped)} message object(s)")
+                done += [self.apply(u) for u in updates]
+            except BaseException:
+                # nothing read the world meanwhile (the lock is held): restoring the entries
+                # and the version restores the state, including the object cache's validity
+                self._entries, self._version = saved
+                raise
+        return "; ".join(done) if done else "no change"
+
+    def apply_planning_scene(self, msg: Any) -> str:
+        """Apply the world objects of a ``moveit_msgs/PlanningScene``: a diff (``is_diff``)
+        applies each collision object's operation; a full scene replaces the objects that came
+        from messages (see :meth:`apply_all`). All or nothing."""
+        is_diff, updates = planning_scene_to_updates(msg)
+        what = self.apply_all(updates, replace=not is_diff)
+        return f"{'diff' if is_diff else 'full scene'}: {what}"
 
     # ------------------------------------------------------------------ files
     def use_file(self, path: Union[str, os.PathLike[str]]) -> list[str]:

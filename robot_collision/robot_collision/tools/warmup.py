@@ -9,20 +9,67 @@ robot_collision.tools.warmup`` fills the cache after installation).
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["warm_up"]
+__all__ = ["WARM_UP_PARTS", "KernelCacheStats", "kernel_cache_stats", "warm_up"]
 
 
-def warm_up() -> float:
-    """Run every compiled path once on the default robot with one object of each shape kind.
-    Returns the time taken (s)."""
+@dataclass(frozen=True)
+class KernelCacheStats:
+    """Counts over every numba-compiled function of the loaded ``robot_collision`` modules:
+    ``loaded`` specialisations came from numba's on-disk cache, ``compiled`` ones were compiled
+    in this process (cache misses); ``cache_dir`` is where one of them is cached (None before
+    any kernel module is imported)."""
+
+    loaded: int
+    compiled: int
+    cache_dir: Optional[str]
+
+    def since(self, before: KernelCacheStats) -> KernelCacheStats:
+        """The counts of what happened after ``before`` was taken."""
+        return KernelCacheStats(self.loaded - before.loaded, self.compiled - before.compiled,
+                                self.cache_dir or before.cache_dir)
+
+
+def kernel_cache_stats() -> KernelCacheStats:
+    """:class:`KernelCacheStats` of this process so far (cheap: reads numba's counters)."""
+    from numba.core.dispatcher import Dispatcher
+
+    seen: set[int] = set()
+    loaded = compiled = 0
+    cache_dir = None
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("robot_collision.") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if not isinstance(value, Dispatcher) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            stats = value.stats
+            loaded += sum(stats.cache_hits.values())
+            compiled += sum(stats.cache_misses.values())
+            if cache_dir is None and stats.cache_path:
+                cache_dir = str(stats.cache_path)
+    return KernelCacheStats(loaded, compiled, cache_dir)
+
+
+WARM_UP_PARTS = ("collision", "planning")
+"""Independent parts of :func:`warm_up` (compiled in parallel processes at install time):
+``collision`` = distances, clearance tables, exhaustive checks, the velocity filter;
+``planning`` = validity checks (single, batched, motions), the planner, IK and timing."""
+
+
+def _scene() -> tuple[Any, list[Any]]:
+    """The default robot and one world object of each shape kind."""
     from .. import (
         Box,
         Capsule,
-        CollisionChecker,
         Cylinder,
         Mesh,
         RobotModel,
@@ -30,14 +77,8 @@ def warm_up() -> float:
         WorldObject,
         default_robot_paths,
     )
-    from ..collision.checker import PARALLEL_BATCH_MIN
-    from ..control.velocity_filter import VelocityFilter
     from ..geometry.transforms import make_pose
-    from ..planning.ik import solve_ik
-    from ..planning.rrt import BiRRT, RRTOptions
-    from ..planning.trajectory import time_parameterize
 
-    t0 = time.perf_counter()
     urdf, srdf = default_robot_paths()
     robot = RobotModel.from_urdf(urdf, srdf=srdf)
     cube = np.array(
@@ -50,27 +91,50 @@ def warm_up() -> float:
         WorldObject(Cylinder(0.04, 0.3), make_pose(np.eye(3), [-0.5, -0.3, 0.4]), "cylinder"),
         WorldObject(Mesh(cube), make_pose(np.eye(3), [-0.3, 0.6, 0.9]), "mesh"),
     ]
+    return robot, world
+
+
+def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
+    """Run every compiled path of ``parts`` (see :data:`WARM_UP_PARTS`) once on the default
+    robot with one object of each shape kind. Returns the time taken (s)."""
+    from .. import CollisionChecker
+    from ..collision.checker import PARALLEL_BATCH_MIN
+
+    unknown = set(parts) - set(WARM_UP_PARTS)
+    if unknown:
+        raise ValueError(f"unknown warm-up parts {sorted(unknown)}; choose from {WARM_UP_PARTS}")
+    t0 = time.perf_counter()
+    robot, world = _scene()
     checker = CollisionChecker(robot)
     rng = np.random.default_rng(0)
     q0 = robot.home_configuration()
     Q = np.array([robot.random_configuration(rng) for _ in range(PARALLEL_BATCH_MIN)])
-    checker.is_valid(q0, world)
-    checker.is_valid_batch(Q, world)
-    checker.is_valid_batch(Q[:8], world)
-    checker.is_motion_valid(q0, Q[0], world)
-    for q in Q[:20]:
-        checker.check(q, world, exhaustive=True)
-        checker.check(q, world, exhaustive=False)
-        checker.clearance(q, world, influence_distance=0.2)
-    filt = VelocityFilter(checker, world=world)
-    filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
-    planner = BiRRT(checker, RRTOptions(seed=1), world=world)
-    planner.warmup()
-    goal = robot.named_configuration("ready")
-    path = planner.plan(q0, goal).waypoints
-    path = planner.shorten(path, 10)
-    time_parameterize(path, robot, checker=checker, world=world)
-    solve_ik(robot, robot.link_transforms(goal)["tool"], "tool", q0, checker=checker, world=world)
+    if "planning" in parts:
+        from ..planning.ik import solve_ik
+        from ..planning.rrt import BiRRT, RRTOptions
+        from ..planning.trajectory import time_parameterize
+
+        checker.is_valid(q0, world)
+        checker.is_valid_batch(Q, world)
+        checker.is_valid_batch(Q[:8], world)
+        checker.is_motion_valid(q0, Q[0], world)
+        planner = BiRRT(checker, RRTOptions(seed=1), world=world)
+        planner.warmup()
+        goal = robot.named_configuration("ready")
+        path = planner.plan(q0, goal).waypoints
+        path = planner.shorten(path, 10)
+        time_parameterize(path, robot, checker=checker, world=world)
+        solve_ik(robot, robot.link_transforms(goal)["tool"], "tool", q0, checker=checker,
+                 world=world)
+    if "collision" in parts:
+        from ..control.velocity_filter import VelocityFilter
+
+        for q in Q[:20]:
+            checker.check(q, world, exhaustive=True)
+            checker.check(q, world, exhaustive=False)
+            checker.clearance(q, world, influence_distance=0.2)
+        filt = VelocityFilter(checker, world=world)
+        filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
     return time.perf_counter() - t0
 
 

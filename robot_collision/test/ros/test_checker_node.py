@@ -501,38 +501,106 @@ def test_bad_urdf_parameter_keeps_node_alive(ros: Any) -> None:
         ros.remove_node(node)
 
 
-def test_moveit_collision_object_topic_when_available(
-        ros: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With moveit_msgs importable the node subscribes collision_object; the callback converts
-    CollisionObject-like messages (moveit_msgs itself is not installable here: a stand-in
-    module provides the type and a stand-in object the fields)."""
+def _box_object(cls: Any, object_id: str, op: Any) -> Any:
+    """A CollisionObject (``cls``: the real message or a stand-in) with a 0.1 m box at
+    (0.2, 0, 0.5) in base_link, near the home pose's upper arm."""
+    obj = cls()
+    obj.id = object_id
+    obj.operation = op
+    obj.header.frame_id = "base_link"
+    obj.pose = Pose()
+    obj.pose.position.x = 0.2
+    obj.pose.position.z = 0.5
+    obj.primitives = [SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.1, 0.1, 0.1])]
+    obj.primitive_poses = [Pose()]
+    return obj
+
+
+def _rows_with(s: SimpleNamespace, body: str) -> int:
+    return sum(r.other_body == body for r in _table_for(s, _send(s, Q_HOME)).rows)
+
+
+def test_moveit_world_topics_real_messages(ros: Any) -> None:
+    """With moveit_msgs installed (the real-ROS tier), the node takes CollisionObject ADD and
+    REMOVE (operation as bytes, as rclpy delivers it) on collision_object and PlanningScene
+    diffs and full scenes on planning_scene, over real topics; a bad message changes nothing."""
+    moveit = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not installed")
+    s = _start(ros)
+    try:
+        co_pub = s.helper.create_publisher(moveit.CollisionObject, "collision_object", 10)
+        ps_pub = s.helper.create_publisher(moveit.PlanningScene, "planning_scene", 10)
+        assert ros.wait_for_subscribers(co_pub) and ros.wait_for_subscribers(ps_pub)
+        co = moveit.CollisionObject
+        co_pub.publish(_box_object(co, "mv_box", co.ADD))
+        assert ros.wait_until(lambda: "mv_box" in s.node.world)
+        assert _rows_with(s, "mv_box") > 0
+        co_pub.publish(_box_object(co, "mv_box", co.REMOVE))
+        assert ros.wait_until(lambda: "mv_box" not in s.node.world)
+        assert _rows_with(s, "mv_box") == 0
+        # a diff adds one object; a full scene replaces the message objects, keeps the file's
+        scene = moveit.PlanningScene(is_diff=True)
+        scene.world.collision_objects = [_box_object(co, "scene_box", co.ADD)]
+        ps_pub.publish(scene)
+        assert ros.wait_until(lambda: "scene_box" in s.node.world)
+        assert _rows_with(s, "scene_box") > 0
+        full = moveit.PlanningScene(is_diff=False)
+        full.world.collision_objects = [_box_object(co, "other_box", co.ADD)]
+        ps_pub.publish(full)
+        assert ros.wait_until(lambda: "other_box" in s.node.world)
+        assert "scene_box" not in s.node.world and "table" in s.node.world
+        # bad messages change nothing (a scene with one bad object is rejected as a whole)
+        version = s.node.world.version
+        bad = _box_object(co, "bad", co.ADD)
+        bad.primitive_poses = []  # 1 primitive, 0 poses
+        co_pub.publish(bad)
+        bad_scene = moveit.PlanningScene(is_diff=True)
+        bad_scene.world.collision_objects = [_box_object(co, "ok", co.ADD), bad]
+        ps_pub.publish(bad_scene)
+        co_pub.publish(_box_object(co, "last", co.ADD))  # arrives after the bad ones
+        assert ros.wait_until(lambda: "last" in s.node.world)
+        assert "bad" not in s.node.world and "ok" not in s.node.world
+        assert s.node.world.version == version + 1
+    finally:
+        ros.remove_node(s.node)
+        ros.remove_node(s.helper)
+
+
+def test_moveit_world_topics_stand_in(ros: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without moveit_msgs (the venv), a stand-in module provides the types: the node subscribes
+    collision_object and planning_scene, and its callbacks apply CollisionObject-like messages
+    whose operation is bytes, as in ROS 2 Python."""
     import sys
     import types
 
     fake = types.ModuleType("moveit_msgs.msg")
-    fake.CollisionObject = WorldObjectMsg  # any real message type will do for the subscription
+    fake.CollisionObject = WorldObjectMsg  # type: ignore[attr-defined]  # any message type
+    fake.PlanningScene = WorldObjectMsg  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "moveit_msgs", types.ModuleType("moveit_msgs"))
     monkeypatch.setitem(sys.modules, "moveit_msgs.msg", fake)
     s = _start(ros)
     try:
-        assert s.node._moveit_sub is not None
-        assert s.node._moveit_sub.topic_name == f"{s.ns}/collision_object"
-        prim = SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.1, 0.1, 0.1])
-        obj = SimpleNamespace(
-            ADD=0, REMOVE=1, APPEND=2, MOVE=3, id="mv_box", operation=0,
-            header=SimpleNamespace(frame_id="base_link"), pose=Pose(), primitives=[prim],
-            primitive_poses=[Pose()], meshes=[], mesh_poses=[], planes=[], plane_poses=[])
-        obj.pose.position.x = 0.2
-        obj.pose.position.z = 0.5
-        s.node._on_collision_object(obj)
+        subs = {sub.topic_name: sub for sub in s.node._moveit_subs}
+        assert set(subs) == {f"{s.ns}/collision_object", f"{s.ns}/planning_scene"}
+        on_object = subs[f"{s.ns}/collision_object"].callback
+        on_scene = subs[f"{s.ns}/planning_scene"].callback
+
+        def stand_in() -> SimpleNamespace:
+            return SimpleNamespace(ADD=b"\x00", REMOVE=b"\x01", APPEND=b"\x02", MOVE=b"\x03",
+                                   header=SimpleNamespace(frame_id=""), meshes=[], mesh_poses=[],
+                                   planes=[], plane_poses=[])
+
+        obj = _box_object(stand_in, "mv_box", b"\x00")
+        on_object(obj)
         assert "mv_box" in s.node.world
-        msg = _table_for(s, _send(s, Q_HOME))
-        assert any(r.other_body == "mv_box" for r in msg.rows)
-        obj.operation = 1
-        s.node._on_collision_object(obj)
+        assert _rows_with(s, "mv_box") > 0
+        obj.operation = b"\x01"
+        on_object(obj)
         assert "mv_box" not in s.node.world
-        s.node._on_collision_object(SimpleNamespace(id="bad", operation=0))  # no geometry
+        on_object(SimpleNamespace(id="bad", operation=b"\x00"))  # no geometry: logged
         assert "bad" not in s.node.world
+        on_scene(SimpleNamespace(is_diff=True, world=SimpleNamespace(
+            collision_objects=[_box_object(stand_in, "scene_box", b"\x00")])))
+        assert "scene_box" in s.node.world
     finally:
         ros.remove_node(s.node)
         ros.remove_node(s.helper)

@@ -269,17 +269,18 @@ def test_world_object_messages() -> None:
 
 
 class _CollisionObject(SimpleNamespace):
-    """Stand-in for moveit_msgs/CollisionObject (same fields and constants)."""
+    """Stand-in for moveit_msgs/CollisionObject: same fields, and like the real message in
+    ROS 2 Python the operation and its constants are ``bytes`` (the field is ``byte``)."""
 
-    ADD = 0
-    REMOVE = 1
-    APPEND = 2
-    MOVE = 3
+    ADD = b"\x00"
+    REMOVE = b"\x01"
+    APPEND = b"\x02"
+    MOVE = b"\x03"
 
 
 def _co(**fields: Any) -> _CollisionObject:
     base: dict[str, Any] = dict(
-        header=SimpleNamespace(frame_id="base_link"), id="shelf", operation=0,
+        header=SimpleNamespace(frame_id="base_link"), id="shelf", operation=b"\x00",
         pose=_pose((1.0, 0.0, 0.0), (0, 0, math.sin(math.pi / 4), math.cos(math.pi / 4))),
         primitives=[], primitive_poses=[], meshes=[], mesh_poses=[], planes=[], plane_poses=[],
         subframe_names=[], subframe_poses=[],
@@ -314,15 +315,24 @@ def test_moveit_collision_object_add() -> None:
     assert o.name == "shelf" and np.allclose(o.pose[:3, 3], [0, 0, 1])
 
 
-def test_moveit_collision_object_other_operations() -> None:
-    assert collision_object_to_update(_co(operation=1)).operation == REMOVE
-    assert collision_object_to_update(_co(operation=1, id="")).object_id == ""  # remove all
-    upd = collision_object_to_update(_co(operation=3))
+@pytest.mark.parametrize("code", [bytes, int], ids=["bytes", "int"])
+def test_moveit_collision_object_other_operations(code: Any) -> None:
+    """Operations as rclpy gives them (bytes) and as ints (hand-made messages, other bindings)."""
+    def op(n: int) -> Any:
+        return bytes([n]) if code is bytes else n
+
+    assert collision_object_to_update(_co(operation=op(1))).operation == REMOVE
+    assert collision_object_to_update(_co(operation=op(1), id="")).object_id == ""  # remove all
+    upd = collision_object_to_update(_co(operation=op(3)))
     assert upd.operation == MOVE and np.allclose(upd.pose[:3, 3], [1, 0, 0])
     upd = collision_object_to_update(_co(
-        operation=2, primitives=[_prim(SolidPrimitive.SPHERE, [0.1])],
+        operation=op(2), primitives=[_prim(SolidPrimitive.SPHERE, [0.1])],
         primitive_poses=[_pose()]))
     assert upd.operation == APPEND and len(upd.shapes) == 1
+    upd = collision_object_to_update(_co(
+        operation=op(0), primitives=[_prim(SolidPrimitive.SPHERE, [0.1])],
+        primitive_poses=[_pose()]))
+    assert upd.operation == ADD
     # a plane z = 0.05 (normal +z) becomes a thick box whose top face is the plane
     plane = Plane()
     plane.coef = [0.0, 0.0, 2.0, -0.1]
@@ -341,13 +351,77 @@ def test_moveit_collision_object_other_operations() -> None:
          "1 primitives but 0 primitive_poses"),
         ({}, "ADD needs at least one primitive"),
         ({"id": ""}, "non-empty"),
+        ({"operation": b"\x09"}, "unknown operation 9"),
         ({"operation": 9}, "unknown operation 9"),
+        ({"operation": b"\x00\x01"}, "must be a single byte"),
+        ({"operation": "ADD"}, "must be an int or a single byte"),
+        ({"operation": 256}, "within 0..255"),
         ({"pose": _pose(quat=(0, 0, 0, 0))}, "zero quaternion"),
     ],
 )
 def test_moveit_collision_object_errors(fields: dict[str, Any], text: str) -> None:
     with pytest.raises(ConversionError, match=text):
         collision_object_to_update(_co(**fields))
+
+
+def _wire(msg: Any) -> Any:
+    """``msg`` after a serialization round trip: exactly what a subscriber receives."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    return deserialize_message(serialize_message(msg), type(msg))
+
+
+def test_real_moveit_collision_object_round_trip() -> None:
+    """The real moveit_msgs/CollisionObject (its operation and constants are bytes in ROS 2
+    Python), as received over the wire, for every operation."""
+    moveit = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not installed")
+    CollisionObject = moveit.CollisionObject
+    assert isinstance(CollisionObject.ADD, bytes)  # what the conversion has to cope with
+    obj = CollisionObject()
+    obj.header.frame_id = "base_link"
+    obj.id = "shelf"
+    obj.pose = _pose((1.0, 0.0, 0.0))
+    obj.primitives = [_prim(SolidPrimitive.BOX, [0.4, 0.3, 0.02])]
+    obj.primitive_poses = [_pose((0.0, 0.0, 0.1))]
+    obj.operation = CollisionObject.ADD
+    upd = collision_object_to_update(_wire(obj))
+    assert (upd.operation, upd.object_id, upd.frame_id) == (ADD, "shelf", "base_link")
+    (o,) = upd.world_objects()
+    assert isinstance(o.shape, Box) and (o.shape.x, o.shape.y, o.shape.z) == (0.4, 0.3, 0.02)
+    np.testing.assert_allclose(o.pose[:3, 3], [1.0, 0.0, 0.1], atol=1e-12)
+    for const, expected in ((CollisionObject.APPEND, APPEND), (CollisionObject.MOVE, MOVE),
+                            (CollisionObject.REMOVE, REMOVE)):
+        obj.operation = const
+        assert collision_object_to_update(_wire(obj)).operation == expected
+
+
+def test_real_moveit_planning_scene() -> None:
+    moveit = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not installed")
+    from robot_collision.ros.conversions import planning_scene_to_updates
+
+    scene = moveit.PlanningScene()
+    scene.is_diff = True
+    add = moveit.CollisionObject(id="a", operation=moveit.CollisionObject.ADD)
+    add.primitives = [_prim(SolidPrimitive.SPHERE, [0.1])]
+    add.primitive_poses = [_pose((0.5, 0.0, 0.5))]
+    remove = moveit.CollisionObject(id="b", operation=moveit.CollisionObject.REMOVE)
+    scene.world.collision_objects = [add, remove]
+    is_diff, updates = planning_scene_to_updates(_wire(scene))
+    assert is_diff and [(u.operation, u.object_id) for u in updates] == [(ADD, "a"), (REMOVE, "b")]
+    bad = moveit.CollisionObject(id="c", operation=moveit.CollisionObject.ADD)  # no geometry
+    scene.world.collision_objects = [add, bad]
+    with pytest.raises(ConversionError, match=r"collision_objects\[1\].*ADD needs"):
+        planning_scene_to_updates(_wire(scene))
+
+
+def test_planning_scene_stand_in() -> None:
+    from robot_collision.ros.conversions import planning_scene_to_updates
+
+    scene = SimpleNamespace(is_diff=False, world=SimpleNamespace(collision_objects=[
+        _co(primitives=[_prim(SolidPrimitive.SPHERE, [0.1])], primitive_poses=[_pose()])]))
+    is_diff, updates = planning_scene_to_updates(scene)
+    assert not is_diff and [u.operation for u in updates] == [ADD]
+    assert planning_scene_to_updates(SimpleNamespace(is_diff=True)) == (True, [])
 
 
 # --------------------------------------------------------------------------- markers

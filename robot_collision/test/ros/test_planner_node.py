@@ -365,6 +365,31 @@ def test_reachable_goal_from_joint_states(
     assert {k.ns for k in arr.markers if k.ns.startswith("ghost_")} >= {"ghost_0", "ghost_3"}
 
 
+def test_display_trajectory_with_moveit(ros: Any, robot: RobotModel) -> None:
+    """With moveit_msgs installed (the real-ROS tier), a planned goal is also published on
+    /display_planned_path as moveit_msgs/DisplayTrajectory: the action's trajectory, the start
+    state and the robot's name."""
+    moveit = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not installed")
+    s = _start(ros)
+    try:
+        assert s.node.MOVEIT_INTERFACES and s.node._display_pub is not None
+        shown = ros.collect(s.helper, moveit.DisplayTrajectory, "/display_planned_path")
+        assert ros.wait_until(lambda: shown.sub.get_publisher_count() > 0)
+        status, result, _ = _run(s, _goal(Q_LEFT, start=Q_RIGHT))
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        msg = shown.wait_for(lambda m: m.trajectory and len(
+            m.trajectory[0].joint_trajectory.points) == len(result.trajectory.points), 10.0)
+        assert msg is not None, "no DisplayTrajectory for the goal"
+        assert msg.model_id == robot.name
+        jt = msg.trajectory[0].joint_trajectory
+        assert list(jt.joint_names) == robot.joint_names
+        np.testing.assert_allclose(_positions(jt), _positions(result.trajectory))
+        assert list(msg.trajectory_start.joint_state.name) == robot.joint_names
+        np.testing.assert_allclose(msg.trajectory_start.joint_state.position, Q_RIGHT, atol=1e-9)
+    finally:
+        _stop(ros, s)
+
+
 def test_goal_in_collision_names_the_pair(
     planner: SimpleNamespace, core: CollisionChecker, world: WorldModel
 ) -> None:

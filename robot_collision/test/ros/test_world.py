@@ -92,16 +92,52 @@ def test_apply_collision_object_stand_in() -> None:
     from shape_msgs.msg import SolidPrimitive
 
     prim = SolidPrimitive(type=SolidPrimitive.SPHERE, dimensions=[0.1])
-    obj = SimpleNamespace(ADD=0, REMOVE=1, APPEND=2, MOVE=3, id="ball", operation=0,
+    # operation and constants are bytes, as rclpy gives them (moveit_msgs declares them byte)
+    obj = SimpleNamespace(ADD=b"\x00", REMOVE=b"\x01", APPEND=b"\x02", MOVE=b"\x03", id="ball",
+                          operation=b"\x00",
                           header=SimpleNamespace(frame_id=""), pose=Pose(), primitives=[prim],
                           primitive_poses=[Pose()], meshes=[], mesh_poses=[], planes=[],
                           plane_poses=[])
     w = WorldModel()
     w.apply_collision_object(obj)
     assert w.ids() == ["ball"]
-    obj.operation = 1
+    obj.operation = b"\x01"
     w.apply_collision_object(obj)
     assert w.ids() == []
+
+
+def test_apply_all_is_all_or_nothing(tmp_path: Path) -> None:
+    world_file = tmp_path / "w.yaml"
+    world_file.write_text("objects:\n  - {id: table, type: box, dimensions: [1, 1, 0.1]}\n")
+    w = WorldModel()
+    w.use_file(world_file)
+    w.apply(WorldUpdate(ADD, "a", [(Sphere(0.1), _T())]))
+    version, objects = w.snapshot()
+    with pytest.raises(WorldConfigError, match="cannot MOVE"):
+        w.apply_all([WorldUpdate(ADD, "b", [(Sphere(0.1), _T())]),
+                     WorldUpdate(MOVE, "ghost", pose=_T())])
+    assert w.ids() == ["table", "a"] and w.snapshot() == (version, objects)
+    # replace: objects from messages go, the world file's stay
+    what = w.apply_all([WorldUpdate(ADD, "c", [(Sphere(0.1), _T())])], replace=True)
+    assert w.ids() == ["table", "c"] and "cleared 1" in what
+
+
+def test_apply_planning_scene_stand_in() -> None:
+    def co(object_id: str, op: bytes) -> SimpleNamespace:
+        return SimpleNamespace(
+            ADD=b"\x00", REMOVE=b"\x01", APPEND=b"\x02", MOVE=b"\x03", id=object_id,
+            operation=op, header=SimpleNamespace(frame_id=""), primitives=[Sphere(0.1)],
+            primitive_poses=[], meshes=[], mesh_poses=[], planes=[], plane_poses=[])
+
+    w = WorldModel()
+    w.add("kept", Sphere(0.1))
+    scene = SimpleNamespace(is_diff=True, world=SimpleNamespace(
+        collision_objects=[co("kept", b"\x01")]))
+    assert "removed 'kept'" in w.apply_planning_scene(scene)
+    bad = SimpleNamespace(is_diff=True, world=SimpleNamespace(collision_objects=[co("x", b"\x07")]))
+    with pytest.raises(RobotCollisionError, match=r"collision_objects\[0\].*unknown operation 7"):
+        w.apply_planning_scene(bad)
+    assert len(w) == 0
 
 
 def test_thread_safety() -> None:

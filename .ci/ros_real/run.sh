@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The real-ROS tier (`make test-ros-real`, run by .ci/run after `make test`): the README's "On a
+# real arm" path, run the way a user runs it, against an emulated ROS 2 Jazzy install.
+#
+#  1. builds (once; cached by its inputs) the underlay ../shared/ros2-real/build-underlay.sh
+#     makes: the Jazzy wheels + launch, launch_ros, ros2cli, moveit_msgs built from source;
+#  2. copies this repository into a fresh colcon workspace as a user's clone has it (tracked
+#     files plus untracked, not ignored ones: during development uncommitted changes are what
+#     is tested; in CI the clone is fresh and this is HEAD);
+#  3. runs the README's build command verbatim;
+#  4. `ros2 launch` with the simulated arm and without robot_state_publisher (not installable
+#     here), then .ci/ros_real/probe.py from a separate process (and the README's
+#     `ros2 topic echo --once /collision_checker/clearance ...`): clearance tables arrive, a
+#     moveit_msgs CollisionObject ADD changes the table and REMOVE restores it, a PlanMotion goal
+#     succeeds and a DisplayTrajectory is published, the velocity filter stops the arm at the
+#     post; the nodes' start-up logs must show their kernels loaded, not compiled (build time);
+#  5. SIGINT to `ros2 launch` (Ctrl-C): every node ends cleanly (exit 0, no traceback) and
+#     launch exits 0;
+#  6. `colcon test` runs the package's test suite (with moveit_msgs importable: the tests that
+#     use the real messages run) and `colcon test-result --verbose` reports it.
+#
+# Env: SHARED (default ../shared), ROS_REAL_WORK (work folder; default a new temporary one,
+# removed on success), KEEP=1 keeps it. Exit status non-zero on any failure; the last lines sum
+# up the timings.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SHARED=${SHARED:-$ROOT/../shared}
+PROBE=$ROOT/.ci/ros_real/probe.py
+t_start=$SECONDS
+say() { printf '\n== ros-real: %s\n' "$*"; }
+die() { printf '\n== ros-real: FAILED: %s\n' "$*" >&2; exit 1; }
+timing=()
+
+[ -f "$SHARED/ros2-real/build-underlay.sh" ] \
+  || die "$SHARED/ros2-real/build-underlay.sh not found (set SHARED=<shared folder>)"
+
+# ---------------------------------------------------------------------- 1. underlay
+say "underlay (../shared/ros2-real/build-underlay.sh; cached)"
+t0=$SECONDS
+underlay_log=$(mktemp)
+if ! bash "$SHARED/ros2-real/build-underlay.sh" "" "$ROOT" 2>&1 | tee "$underlay_log" | tail -n 3; then
+  cat "$underlay_log"; die "building the underlay failed"
+fi
+UNDERLAY=$(sed -n 's/^use it with:  source \(.*\)\/setup\.bash$/\1/p' "$underlay_log" | tail -1)
+rm -f "$underlay_log"
+[ -f "$UNDERLAY/setup.bash" ] || die "no underlay setup.bash (parsed: '$UNDERLAY')"
+timing+=("underlay $((SECONDS - t0)) s")
+
+# ---------------------------------------------------------------------- 2. workspace
+WORK=${ROS_REAL_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/robot_collision-ros-real.XXXXXX")}
+mkdir -p "$WORK"
+WS=$WORK/ws
+rm -rf "$WS"
+mkdir -p "$WS/src/robot_collision"
+say "workspace $WS (the repository copied in as a user's clone)"
+(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard \
+   | python3 -c 'import os, sys; sys.stdout.buffer.write(b"\0".join(
+       p for p in sys.stdin.buffer.read().split(b"\0") if p and os.path.lexists(p)))' \
+   | tar --null -T - -cf -) | tar -xf - -C "$WS/src/robot_collision"
+
+# ROS environment of this run: its own domain (concurrent runs), logs in the work folder.
+export ROS_DOMAIN_ID=$((RANDOM % 101 + 1)) ROS_LOG_DIR=$WORK/ros_log
+# nothing from the caller's environment (a sourced workspace, the project venv)
+unset COLCON_PREFIX_PATH AMENT_PREFIX_PATH CMAKE_PREFIX_PATH PYTHONPATH VIRTUAL_ENV
+# shellcheck disable=SC1091
+source "$UNDERLAY/setup.bash"
+cd "$WS"
+
+# ---------------------------------------------------------------------- 3. colcon build
+say "colcon build (the README's command, verbatim)"
+t0=$SECONDS
+colcon build --packages-select robot_collision_interfaces robot_collision \
+  || { tail -n 40 log/latest_build/*/stdout_stderr.log; die "colcon build failed"; }
+t_build=$((SECONDS - t0))
+timing+=("colcon build $t_build s")
+grep -h "robot_collision: kernels compiled\|compiled kernels in" \
+  log/latest_build/robot_collision/stdout_stderr.log || true
+set +u
+# shellcheck disable=SC1091
+source install/setup.bash
+set -u
+
+# ---------------------------------------------------------------------- 4. launch + probe
+say "ros2 launch (mock arm, no robot_state_publisher) + probe (ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
+LAUNCH_LOG=$WORK/launch.log
+set -m  # ros2 launch in the background with job control: SIGINT reaches it (see shared README)
+launch_t0=$(date +%s.%N)
+ros2 launch robot_collision robot_collision.launch.py \
+  use_mock_hardware:=true use_robot_state_publisher:=false > "$LAUNCH_LOG" 2>&1 &
+LAUNCH_PID=$!
+set +m
+stop_launch() { kill -INT "$LAUNCH_PID" 2>/dev/null || true; }
+trap 'stop_launch; sleep 3; kill -KILL -- -"$LAUNCH_PID" 2>/dev/null || true' EXIT
+fail=()
+probe_rc=0
+python "$PROBE" --since "$launch_t0" --json "$WORK/probe.json" || probe_rc=$?
+[ "$probe_rc" = 0 ] || fail+=("probe checks failed (see above)")
+# the README's second-shell command, verbatim (it starts the ros2 daemon: stopped below; the
+# type is given because a daemon that has just started may not have discovered the topic yet)
+echo_rc=0
+timeout 60 ros2 topic echo --once /collision_checker/clearance robot_collision_interfaces/msg/ClearanceTable \
+  > "$WORK/echo.txt" 2>&1 \
+  || echo_rc=$?
+if [ "$echo_rc" = 0 ] && grep -q "min_distance:" "$WORK/echo.txt"; then
+  echo "ros2 topic echo --once /collision_checker/clearance: $(grep -c "robot_body:" \
+    "$WORK/echo.txt") rows, $(grep "min_distance:" "$WORK/echo.txt")"
+else
+  cat "$WORK/echo.txt"; fail+=("ros2 topic echo --once /collision_checker/clearance failed")
+fi
+ros2 daemon stop > /dev/null 2>&1 || true
+
+# ---------------------------------------------------------------------- 5. Ctrl-C
+say "SIGINT to ros2 launch"
+stop_t0=$(date +%s.%N)
+kill -INT "$LAUNCH_PID" 2>/dev/null || true
+launch_rc=0
+wait "$LAUNCH_PID" || launch_rc=$?
+trap - EXIT
+stop_s=$(python3 -c "import time; print(f'{time.time() - $stop_t0:.1f}')")
+echo "ros2 launch exited $launch_rc, $stop_s s after SIGINT"
+grep -E "\[(INFO|ERROR|WARNING)\] \[(launch|[a-z_]+-[0-9]+)\]:" "$LAUNCH_LOG" | tail -n 12 || true
+grep -E "kernels ready|kernels \(numba" "$LAUNCH_LOG" | sed 's/^/  /' || true
+[ "$launch_rc" = 0 ] || fail+=("ros2 launch exited $launch_rc after SIGINT")
+for node in mock_arm collision_checker velocity_filter planner; do
+  grep -q "\[$node-[0-9]*\]: process has finished cleanly" "$LAUNCH_LOG" \
+    || fail+=("$node did not finish cleanly on SIGINT")
+done
+if grep -n -E "Traceback|KeyboardInterrupt|Exception ignored|escalating to|process has died" \
+     "$LAUNCH_LOG"; then
+  fail+=("tracebacks or escalations in the launch log")
+fi
+if grep -E "kernels ready" "$LAUNCH_LOG" | grep -q " compiled,"; then
+  fail+=("a node compiled kernels at its first start (the build should have compiled them)")
+fi
+if [ ${#fail[@]} -gt 0 ]; then
+  echo "--- $LAUNCH_LOG"; cat "$LAUNCH_LOG"
+  for f in "${fail[@]}"; do echo "ros-real: FAIL: $f" >&2; done
+  die "${#fail[@]} check(s) of the running system failed (work folder kept: $WORK)"
+fi
+first_table=$(python3 -c "import json; print(f\"{json.load(open('$WORK/probe.json'))['clearance tables']['first_table_s']:.1f}\")")
+timing+=("first clearance table ${first_table} s after ros2 launch" "stop ${stop_s} s after SIGINT")
+
+# ---------------------------------------------------------------------- 6. colcon test
+say "colcon test + colcon test-result (the README's commands)"
+t0=$SECONDS
+colcon test --packages-select robot_collision
+colcon test-result --verbose | tee "$WORK/test-result.txt" \
+  || die "colcon test-result reports failures (work folder kept: $WORK)"
+timing+=("colcon test $((SECONDS - t0)) s")
+summary=$(grep -E "^Summary: " "$WORK/test-result.txt" || true)
+tests=$(sed -n 's/^Summary: \([0-9]*\) tests.*/\1/p' "$WORK/test-result.txt")
+[ -n "$tests" ] && [ "$tests" -ge 100 ] \
+  || die "colcon test ran ${tests:-no} tests (the suite has hundreds): $summary"
+# the tests that need the real moveit_msgs must have run, not been skipped
+python3 - "$WS/build/robot_collision/pytest.xml" <<'EOF' || die "real-moveit_msgs tests did not run"
+import sys, xml.etree.ElementTree as ET
+cases = list(ET.parse(sys.argv[1]).getroot().iter("testcase"))
+skipped = [c.get("name") for c in cases if c.find("skipped") is not None
+           and "moveit_msgs is not installed" in (c.find("skipped").get("message") or "")]
+ran = [c.get("name") for c in cases if "moveit" in c.get("name", "")
+       and c.find("skipped") is None]
+print(f"tests with moveit_msgs: {len(ran)} ran ({', '.join(ran)}); "
+      f"skipped for lack of it: {skipped or 'none'}")
+sys.exit(0 if len(ran) >= 4 and not skipped else 1)
+EOF
+
+say "passed in $((SECONDS - t_start)) s: $(IFS=';'; echo "${timing[*]}")"
+if [ "${KEEP:-0}" != 1 ] && [ -z "${ROS_REAL_WORK:-}" ]; then
+  rm -rf "$WORK"
+else
+  echo "work folder: $WORK"
+fi
