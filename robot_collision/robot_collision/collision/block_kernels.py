@@ -76,8 +76,9 @@ H_N, H_NF, H_S, H_L, H_W, H_P, H_NL = 0, 1, 2, 3, 4, 5, 6
 _HEADER = 31
 # object record (float64 x OBJ_REC): centre (3), rotation R row-major (9), params (3), then the
 # enclosing box: centre (3), half extents (3) (its rotation is R), then the distance from the base
-# origin to the enclosing box and the radius of the box's circumscribed sphere (culling)
-OBJ_REC = 23
+# origin to the enclosing box and the radius of the box's circumscribed sphere (culling), then 1
+# when R only turns about z (then box tests skip the z coupling), else 0
+OBJ_REC = 24
 # joint values of a lane beyond which the sine/cosine of a joint is computed per lane with
 # np.sin / np.cos (the vector version's argument reduction is accurate to ~4e-13 up to 1e4)
 _SINCOS_MAX = 1.0e4
@@ -165,6 +166,8 @@ def block_scene(
         excess = np.maximum(np.abs(R.T @ -ws.box[9:12, o]) - ws.box[12:15, o], 0.0)
         obj[o, 21] = np.sqrt(excess @ excess)
         obj[o, 22] = np.linalg.norm(ws.box[12:15, o])
+        obj[o, 23] = float(R[2, 2] == 1.0 and R[0, 2] == 0.0 and R[1, 2] == 0.0
+                           and R[2, 0] == 0.0 and R[2, 1] == 0.0)
         if not np.allclose(ws.box[0:9, o], R.reshape(9)):
             return None
         if ws.kind[o] in (BOX, CYLINDER, POINT_CLOUD) and np.any(
@@ -260,6 +263,17 @@ def _box_gap2(x, y, z, cx, cy, cz, r00, r01, r02, r10, r11, r12, r20, r21, r22, 
     ex = vmax(vabs(dx * r00 + dy * r10 + dz * r20) - hx, 0.0)
     ey = vmax(vabs(dx * r01 + dy * r11 + dz * r21) - hy, 0.0)
     ez = vmax(vabs(dx * r02 + dy * r12 + dz * r22) - hz, 0.0)
+    return ex * ex + ey * ey + ez * ez
+
+
+@njit(inline="always", **_OPTS)
+def _box_gap2_z(x, y, z, cx, cy, cz, r00, r01, r10, r11, hx, hy, hz):  # type: ignore[no-untyped-def]
+    """:func:`_box_gap2` for a box turned about z only (R[2] = R[:, 2] = e_z)."""
+    dx = x - cx
+    dy = y - cy
+    ex = vmax(vabs(dx * r00 + dy * r10) - hx, 0.0)
+    ey = vmax(vabs(dx * r01 + dy * r11) - hy, 0.0)
+    ez = vmax(vabs(z - cz) - hz, 0.0)
     return ex * ex + ey * ey + ez * ez
 
 
@@ -432,6 +446,10 @@ def _sphere_object_hits(BF, W, sc, rad, o_obj, kind, alive):  # type: ignore[no-
         er = vmax(vsqrt(lx * lx + ly * ly) - BF[o_obj + 12], 0.0)
         ez = vmax(vabs(lz) - BF[o_obj + 13], 0.0)
         hit = (er * er + ez * ez) < rad * rad
+    elif BF[o_obj + 23] != 0.0:  # BOX turned about z only (rad > 0, checked by block_scene)
+        d2 = _box_gap2_z(x, y, z, 0.0, 0.0, 0.0, BF[o_obj + 3], BF[o_obj + 4], BF[o_obj + 6],
+                         BF[o_obj + 7], BF[o_obj + 12], BF[o_obj + 13], BF[o_obj + 14])
+        hit = d2 < rad * rad
     else:  # BOX (rad > 0, checked by block_scene)
         d2 = _box_gap2(x, y, z, 0.0, 0.0, 0.0, BF[o_obj + 3], BF[o_obj + 4], BF[o_obj + 5],
                        BF[o_obj + 6], BF[o_obj + 7], BF[o_obj + 8], BF[o_obj + 9],
@@ -482,8 +500,8 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
             ly = load(W, o_lc + l * 3 * K + K)
             lz = load(W, o_lc + l * 3 * K + 2 * K)
             rl = BF[o_lrad + l]
-            # farthest point of the link's bounding sphere from the base origin
-            reach = vsqrt(lx * lx + ly * ly + lz * lz) + rl
+            # squared distance of the link's bounding-sphere centre from the base origin
+            c2 = lx * lx + ly * ly + lz * lz
             for o in range(Wn):
                 ob = o_obj + o * OBJ_REC
                 pad = BF[o_wpad + l * Wn + o]
@@ -493,7 +511,8 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
                 # three culls, cheapest first, each a necessary condition for a contact: the
                 # object's enclosing box comes closer to the origin than the link reaches; the
                 # link's bounding sphere meets the box's circumscribed sphere; it meets the box
-                if (alive & (reach > BF[ob + 21] - pad)) == 0:
+                gap = BF[ob + 21] - rr  # |centre| must exceed this for the link to reach the box
+                if gap > 0.0 and (alive & (c2 > gap * gap)) == 0:
                     continue
                 ex = lx - BF[ob + 15]
                 ey = ly - BF[ob + 16]
@@ -501,10 +520,15 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
                 rb = rr + BF[ob + 22]
                 if (alive & ((ex * ex + ey * ey + ez * ez) < rb * rb)) == 0:
                     continue
-                gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
-                                 BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
-                                 BF[ob + 8], BF[ob + 9], BF[ob + 10], BF[ob + 11],
-                                 BF[ob + 18], BF[ob + 19], BF[ob + 20])
+                if BF[ob + 23] != 0.0:
+                    gap2 = _box_gap2_z(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
+                                       BF[ob + 3], BF[ob + 4], BF[ob + 6], BF[ob + 7],
+                                       BF[ob + 18], BF[ob + 19], BF[ob + 20])
+                else:
+                    gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
+                                     BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
+                                     BF[ob + 8], BF[ob + 9], BF[ob + 10], BF[ob + 11],
+                                     BF[ob + 18], BF[ob + 19], BF[ob + 20])
                 if (alive & (gap2 < rr * rr)) == 0:
                     continue
                 ok = ok and _inline_call_or(_pose_link_spheres, False, BF, BI, W, RI, l)

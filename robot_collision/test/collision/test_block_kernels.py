@@ -79,6 +79,8 @@ def _odd_world() -> list[WorldObject]:
         WorldObject(Sphere(0.12), make_pose(np.eye(3), [-0.3, 0.3, 0.6]), "ball"),
         WorldObject(Cylinder(0.07, 0.4), make_pose(rot_x(1.2) @ rot_z(0.5), [0.2, 0.4, 0.3]),
                     "can"),
+        # turned about z only: the kernel's shorter box test
+        WorldObject(Box(0.25, 0.15, 0.3), make_pose(rot_z(1.0), [-0.35, -0.3, 0.45]), "crate"),
     ]
 
 
