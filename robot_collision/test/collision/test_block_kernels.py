@@ -284,6 +284,31 @@ def test_early_exit_when_every_lane_collides(odd_robot: RobotModel,
     np.testing.assert_array_equal(got[16:], _scalar(checker, Q[16:], world))
 
 
+def test_any_hit_mode_stops_at_the_first_collision(odd_robot: RobotModel,
+                                                    rng: np.random.Generator) -> None:
+    """Edges and single checks ask whether every lane is free: 0 as soon as one collides, the
+    full mask otherwise (or the lanes asked for)."""
+    checker = CollisionChecker(odd_robot)
+    world = _odd_world()
+    sc = checker._prepare(world)
+    assert sc.block is not None
+    W, RI = bk.block_workspace(sc.block.BI)
+    n = odd_robot.num_joints
+    seen = set()
+    for _ in range(40):
+        Q = np.array([odd_robot.random_configuration(rng) for _ in range(8)])
+        lanes = _scalar(checker, Q, world)
+        W[: 8 * n] = Q.T.ravel()
+        for want in (255, 0b10110101):
+            per_lane = bk.block_valid(sc.block.BF, sc.block.BI, W, RI, want, True, False)
+            any_hit = bk.block_valid(sc.block.BF, sc.block.BI, W, RI, want, True, True)
+            free = int(sum(1 << k for k in range(8) if lanes[k])) & want
+            assert per_lane == free
+            assert any_hit == (want if free == want else 0)
+            seen.add(free == want)
+    assert seen == {True, False}
+
+
 @pytest.mark.parametrize("first", [0, 1])
 def test_strided_edges_agree_with_dense_sequential_checks(odd_robot: RobotModel, first: int,
                                                           rng: np.random.Generator) -> None:
