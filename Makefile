@@ -46,9 +46,9 @@ ROS_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
 
 # numba keys each cached kernel on its own source file only, but kernels inline kernels of other
 # modules (a stale cache of rrt.py after a change to check_kernels.py read the scene at old
-# offsets and crashed). Any change to a package source therefore drops every numba cache file.
+# offsets and crashed). Any change to a package source therefore drops every numba cache file,
+# the kernels of test modules and benchmarks included (they inline package kernels too).
 PKG := robot_collision
-# (kernels defined in tests and benchmarks inline package kernels too)
 PACKAGE_SOURCES := $(shell find $(PKG)/robot_collision $(PKG)/test benchmarks -name '*.py' 2>/dev/null)
 NUMBA_STAMP := build/.numba-sources
 
@@ -64,7 +64,7 @@ $(NUMBA_STAMP): $(PACKAGE_SOURCES)
 	@mkdir -p build
 	@if [ -f "$@" ]; then \
 		echo "== package sources changed: dropping numba's cached kernels"; \
-		find $(PKG)/robot_collision $(PKG)/test benchmarks -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
+		find $(PKG) benchmarks -path '*__pycache__*' \( -name '*.nbi' -o -name '*.nbc' \) -delete; \
 	fi
 	@touch "$@"
 

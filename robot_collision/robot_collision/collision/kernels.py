@@ -240,7 +240,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                 continue
             if wkind[o] == POINT_CLOUD:
                 # the link's bounding sphere in constant time, then its shapes (cloud_kernels)
-                if _call_or(
+                if _inline_call_or(
                     cloud_ball_free, False, wcf, wci, wcloud[o, 0], wcloud[o, 1], wpose, o,
                     x, y, z, rr,
                 ):

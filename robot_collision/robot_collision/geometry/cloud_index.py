@@ -38,7 +38,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..errors import ShapeError
-from ..jitcall import inline_call_or as _inline_call_or
+from ..jitcall import call_or as _call_or
 from .distance import mesh_vertex_count, shape_distance
 from .shapes import BOX, CAPSULE, CYLINDER, MESH, SPHERE
 
@@ -897,7 +897,7 @@ def cloud_ball_free(F, I, fo, io, Tc, o, x, y, z, r):  # type: ignore[no-untyped
     lx = Tc[o, 0, 0] * dx + Tc[o, 1, 0] * dy + Tc[o, 2, 0] * dz
     ly = Tc[o, 0, 1] * dx + Tc[o, 1, 1] * dy + Tc[o, 2, 1] * dz
     lz = Tc[o, 0, 2] * dx + Tc[o, 1, 2] * dy + Tc[o, 2, 2] * dz
-    # through inline_call_or (no exception exit): inlined into the validity kernel, a plain call
-    # would put reference counting of F and I back into it (see robot_collision.jitcall);
-    # a failure (-1) means undecided, never free
-    return _inline_call_or(cloud_sphere_maybe, -1, F, I, fo, io, lx, ly, lz, r) == 0
+    # through call_or (undecided if it failed): a plain call, or an inlined cloud_sphere_maybe
+    # (several exits), would bring reference counting of F and I into the validity kernel,
+    # which inlines this function
+    return _call_or(cloud_sphere_maybe, -1, F, I, fo, io, lx, ly, lz, r) == 0
