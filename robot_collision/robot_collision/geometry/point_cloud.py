@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ShapeError
 from ..load_limits import LoadLimits, limits_or_default
-from .cloud_index import CloudIndex, _checked_points, voxel_downsample
+from .cloud_index import F_HI, F_LO, F_RMAX, CloudIndex, _checked_points, voxel_downsample
 from .shapes import Shape
 
 __all__ = [
@@ -67,6 +67,9 @@ class PointCloud(Shape):
     radius: float = 0.0
     resolution: Optional[float] = None
     _index: list[CloudIndex] = field(default_factory=list, init=False, repr=False)
+    _box: list[tuple[NDArray[np.float64], NDArray[np.float64], float]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     kind = POINT_CLOUD
 
@@ -119,16 +122,23 @@ class PointCloud(Shape):
         """``[radius, 0, 0, 0]``."""
         return np.array([self.radius, 0.0, 0.0, 0.0])
 
+    def _bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """(centre, half extents, radius about the origin) of the points, computed once."""
+        if not self._box:
+            if self.num_points == 0:
+                self._box.append((np.zeros(3), np.zeros(3), 0.0))
+            else:  # read from the index (computed by its compiled build)
+                F = self.index.F
+                lo, hi = F[F_LO : F_LO + 3], F[F_HI : F_HI + 3]
+                self._box.append((0.5 * (lo + hi), 0.5 * (hi - lo), float(F[F_RMAX])))
+        return self._box[0]
+
     def bounding_radius(self) -> float:
-        if self.num_points == 0:
-            return 0.0
-        return float(np.sqrt((self.points**2).sum(axis=1).max())) + self.radius
+        return self._bounds()[2] + (self.radius if self.num_points else 0.0)
 
     def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        if self.num_points == 0:
-            return np.zeros(3), np.zeros(3)
-        lo, hi = self.points.min(axis=0), self.points.max(axis=0)
-        return 0.5 * (lo + hi), 0.5 * (hi - lo) + self.radius
+        centre, half, _ = self._bounds()
+        return centre.copy(), half + (self.radius if self.num_points else 0.0)
 
     @property
     def index(self) -> CloudIndex:
