@@ -25,12 +25,14 @@ def warm_up() -> float:
         CollisionChecker,
         Cylinder,
         Mesh,
+        PointCloud,
         RobotModel,
         Sphere,
         WorldObject,
         default_robot_paths,
     )
     from ..collision.checker import PARALLEL_BATCH_MIN
+    from ..collision.self_filter import robot_filter
     from ..control.velocity_filter import VelocityFilter
     from ..geometry.transforms import make_pose
     from ..planning.ik import solve_ik
@@ -49,6 +51,8 @@ def warm_up() -> float:
         WorldObject(Capsule(0.04, 0.3), make_pose(np.eye(3), [-0.5, 0.3, 0.4]), "capsule"),
         WorldObject(Cylinder(0.04, 0.3), make_pose(np.eye(3), [-0.5, -0.3, 0.4]), "cylinder"),
         WorldObject(Mesh(cube), make_pose(np.eye(3), [-0.3, 0.6, 0.9]), "mesh"),
+        WorldObject(PointCloud.downsampled(cube * 2, 0.02, radius=0.01),
+                    make_pose(np.eye(3), [0.5, 0.0, 0.9]), "cloud"),
     ]
     checker = CollisionChecker(robot)
     rng = np.random.default_rng(0)
@@ -62,6 +66,7 @@ def warm_up() -> float:
         checker.check(q, world, exhaustive=True)
         checker.check(q, world, exhaustive=False)
         checker.clearance(q, world, influence_distance=0.2)
+    robot_filter(robot, cube + 0.3, q0, 0.02)
     filt = VelocityFilter(checker, world=world)
     filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
     planner = BiRRT(checker, RRTOptions(seed=1), world=world)
