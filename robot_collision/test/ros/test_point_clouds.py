@@ -211,7 +211,7 @@ def test_camera_cloud_reaches_the_checker(ros: Any, tmp_path: Path) -> None:
     # the cloud is where the crate is: every point within 1 cm of the box's surface
     P = cloud.shape.points
     box_lo, box_hi = np.array([0.5, -0.15, 0.0]), np.array([0.7, 0.15, 0.3])
-    inside = np.all((P > box_lo - 0.01) & (P < box_hi + 0.01), axis=1)
+    inside = np.all(np.abs(P - 0.5 * (box_lo + box_hi)) < 0.5 * (box_hi - box_lo) + 0.01, axis=1)
     assert inside.all()
     js.helper.destroy_timer(js.timer)
 
