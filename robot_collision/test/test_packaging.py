@@ -45,6 +45,7 @@ CONSOLE_SCRIPTS = {
     "velocity_filter": "robot_collision.ros.filter_node:main",
     "planner": "robot_collision.ros.planner_node:main",
     "mock_arm": "robot_collision.ros.mock_arm:main",
+    "mock_camera": "robot_collision.ros.mock_camera:main",
     "robot_collision_bringup": "robot_collision.ros.bringup:main",
     "robot_collision_demo": "robot_collision.ros.demo:main",
     "robot_collision": "robot_collision.tools.cli:main",

@@ -59,13 +59,16 @@ class PointCloud(Shape):
     """Points ``(N, 3)`` (m, local frame) with a ball of ``radius`` m around each.
 
     ``resolution`` (m, optional) records that the points are one per voxel of that lattice
-    (set by :meth:`downsampled`); the index then reuses their order. N may be 0 (an empty
-    cloud is no obstacle). Non-finite points are rejected: drop them first.
+    (set by :meth:`downsampled`); the index then reuses their order. ``grid_cells`` caps the
+    index's grid (memory and build time grow with it, 8 bytes a cell; its constant-time bound
+    tightens). N may be 0 (an empty cloud is no obstacle). Non-finite points are rejected:
+    drop them first.
     """
 
     points: NDArray[np.float64]
     radius: float = 0.0
     resolution: Optional[float] = None
+    grid_cells: int = field(default=1 << 19, kw_only=True)
     _index: list[CloudIndex] = field(default_factory=list, init=False, repr=False)
     _box: list[tuple[NDArray[np.float64], NDArray[np.float64], float]] = field(
         default_factory=list, init=False, repr=False
@@ -149,7 +152,7 @@ class PointCloud(Shape):
                     quantum = self.resolution or _DEFAULT_QUANTUM
                     self._index.append(
                         CloudIndex(self.points, self.radius, quantum=quantum,
-                                   cell=_DEFAULT_CELL)
+                                   cell=_DEFAULT_CELL, max_cells=self.grid_cells)
                     )
         return self._index[0]
 
