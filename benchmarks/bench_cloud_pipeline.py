@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from robot_collision import CollisionChecker, RobotModel, WorldObject, data_path, default_robot_paths
+from robot_collision import (
+    CollisionChecker,
+    RobotModel,
+    WorldObject,
+    data_path,
+    default_robot_paths,
+)
 from robot_collision.geometry.shapes import Box
 from robot_collision.geometry.transforms import make_pose, pose_from_position_quat
 from robot_collision.tools.depth_camera import DepthCamera, render_points
@@ -49,8 +55,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     q = robot.named_configuration("ready")
     world = WorldModel()
     world.use_file(data_path("config", "demo_world.yaml"))
-    seen = list(world.objects()) + [
-        WorldObject(Box(0.2, 0.3, 0.3), make_pose(np.eye(3), [0.6, -0.05, 0.15]), "hidden")]
+    seen = [*list(world.objects()), WorldObject(Box(0.2, 0.3, 0.3), make_pose(np.eye(3), [0.6, -0.05, 0.15]), "hidden")]
     T = robot.link_poses(q)
     arm = [WorldObject(s, T[robot.link_index(b)] @ local, f"{b}{k}")
            for b in robot.link_names for k, (s, local) in enumerate(robot.collision_geometry(b))]
