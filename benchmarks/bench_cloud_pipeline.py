@@ -55,6 +55,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     q = robot.named_configuration("ready")
     world = WorldModel()
     world.use_file(data_path("config", "demo_world.yaml"))
+    seen = [*world.objects(),
+            WorldObject(Box(0.2, 0.3, 0.3), make_pose(np.eye(3), [0.6, -0.05, 0.15]), "hidden")]
     T = robot.link_poses(q)
     arm = [WorldObject(s, T[robot.link_index(b)] @ local, f"{b}{k}")
            for b in robot.link_names for k, (s, local) in enumerate(robot.collision_geometry(b))]
