@@ -8,7 +8,7 @@ default pose. Timed in-process, per message, exactly the node's path (median of 
 
 - ``convert_ms``: PointCloud2 -> (N, 3) (``pointcloud2_to_points``);
 - ``process_ms``: all of ``SensedClouds.on_message``: conversion, transform into the base frame
-  (static camera pose), thinning to 1 cm, self-filter (3 cm padding) at the nearest joint state,
+  (static camera pose), thinning to 1 cm, self-filter (1.5 cm padding) at the nearest joint state,
   index build;
 - ``table_ms``: the next clearance table with the new cloud in the world (scene rebuild +
   ``CollisionChecker.clearance`` at 0.3 m influence) and its serialization for publishing
@@ -65,7 +65,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     P = render_points(cam, cam_pose, seen + arm, np.random.default_rng(0))
     msg = points_to_pointcloud2(P, "camera_optical")
     settings = CloudSettings(point_cloud_topics=("cam",), camera_poses=(("cam", CAMERA),),
-                             cloud_resolution=0.01, cloud_padding=0.03, cloud_max_age=0.0)
+                             cloud_resolution=0.01, cloud_padding=0.015, cloud_max_age=0.0)
     clouds = SensedClouds(settings)
     clouds.set_robot(robot, {"base_link"})
     clouds.joints.add(0.0, q)
@@ -97,7 +97,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     from robot_collision.geometry.cloud_index import voxel_downsample
 
     thinned = voxel_downsample(P @ cam_pose[:3, :3].T + cam_pose[:3, 3], 0.01)
-    kept = len(robot_filter(robot, thinned, q, 0.03))
+    kept = len(robot_filter(robot, thinned, q, 0.015))
 
     def ms(v: list[float]) -> float:
         return round(1e3 * float(np.median(v)), 2)

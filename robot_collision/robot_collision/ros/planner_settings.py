@@ -216,7 +216,7 @@ class PlannerSettings:
     point_cloud_topics: tuple[str, ...] = ()
     camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
     cloud_resolution: float = 0.01
-    cloud_padding: float = 0.03
+    cloud_padding: float = 0.015
     cloud_max_age: float = 1.0
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0

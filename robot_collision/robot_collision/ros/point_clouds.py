@@ -80,9 +80,10 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
         ">= 0",
     ),
     "cloud_padding": (
-        0.03,
+        0.015,
         "Points closer than this (m) to the robot, at the joint state nearest the cloud's "
-        "stamp, are taken to be the robot itself and removed.",
+        "stamp, are taken to be the robot itself and removed. Keep it below the safety "
+        "distances: an obstacle's points closer than it to the arm are removed too.",
         ">= 0",
     ),
     "cloud_max_age": (
@@ -120,7 +121,7 @@ class CloudSettings:
     point_cloud_topics: tuple[str, ...] = ()
     camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
     cloud_resolution: float = 0.01
-    cloud_padding: float = 0.03
+    cloud_padding: float = 0.015
     cloud_max_age: float = 1.0
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
