@@ -8,7 +8,8 @@
 
 Starts collision_checker, velocity_filter and planner with config/robot_collision.yaml (or
 params_file:=...), robot_state_publisher for TF (use_robot_state_publisher:=false to leave it
-out) and, with use_mock_hardware:=true, the mock_arm simulated arm. The URDF (plain URDF, not
+out), with use_mock_hardware:=true the mock_arm simulated arm and with use_mock_camera:=true the
+mock_camera simulated depth camera. The URDF (plain URDF, not
 xacro) and SRDF are read here and passed as robot_description / robot_description_semantic.
 Without launch_ros (e.g. a venv with ROS from PyPI), `robot_collision_bringup` starts the same
 nodes with the same parameter file in one process.
@@ -42,6 +43,7 @@ def _nodes(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
         "robot_description_semantic": _read(srdf),
     }
     use_mock = LaunchConfiguration("use_mock_hardware")
+    use_camera = LaunchConfiguration("use_mock_camera")
     use_rsp = LaunchConfiguration("use_robot_state_publisher")
     return [
         Node(
@@ -59,6 +61,14 @@ def _nodes(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
             output="screen",
             parameters=[params_file, robot],
             condition=IfCondition(use_mock),
+        ),
+        Node(
+            package=PACKAGE,
+            executable="mock_camera",
+            name="mock_camera",
+            output="screen",
+            parameters=[params_file],
+            condition=IfCondition(use_camera),
         ),
         Node(
             package=PACKAGE,
@@ -110,6 +120,12 @@ def generate_launch_description() -> LaunchDescription:
             default_value="false",
             description="Start mock_arm, a simulated arm publishing joint_states, in place "
             "of the hardware.",
+        ),
+        DeclareLaunchArgument(
+            "use_mock_camera",
+            default_value="false",
+            description="Start mock_camera, a simulated depth camera publishing point clouds "
+            "(set the nodes' point_cloud_topics and camera_poses to use them).",
         ),
         DeclareLaunchArgument(
             "use_robot_state_publisher",

@@ -26,7 +26,8 @@ RANK = {
 ROS_IMPORTS = ("rclpy", "rcl_interfaces", "builtin_interfaces", "robot_collision_interfaces",
                "tf2_ros", "launch", "launch_ros")
 NODE_MODULES = {"robot_collision.ros.checker_node", "robot_collision.ros.filter_node",
-                "robot_collision.ros.planner_node", "robot_collision.ros.mock_arm"}
+                "robot_collision.ros.planner_node", "robot_collision.ros.mock_arm",
+                "robot_collision.ros.mock_camera"}
 
 
 def _module_name(path: Path) -> str:

@@ -45,6 +45,7 @@ CONSOLE_SCRIPTS = {
     "velocity_filter": "robot_collision.ros.entry:velocity_filter",
     "planner": "robot_collision.ros.entry:planner",
     "mock_arm": "robot_collision.ros.entry:mock_arm",
+    "mock_camera": "robot_collision.ros.entry:mock_camera",
     "robot_collision_bringup": "robot_collision.ros.entry:bringup",
     "robot_collision_demo": "robot_collision.ros.demo:main",
     "robot_collision": "robot_collision.tools.cli:main",

@@ -406,6 +406,14 @@ class CollisionChecker:
         )
         return clearance_table(self.robot, pd, influence_distance)
 
+    def packed(
+        self, world: Sequence[WorldObject] = ()
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """``(F, I)``: the scene for ``world`` packed for the compiled kernels (see
+        ``kernels.pack_scene``); the checker's own cached copy, to be read, never written."""
+        sc = self._prepare(world)
+        return sc.F, sc.I
+
     def compiled(
         self, world: Sequence[WorldObject] = ()
     ) -> tuple[object, RobotArrays, WorldArrays, PairArrays]:

@@ -919,11 +919,11 @@ def pack_scene(kin, rs, ws, pr):  # type: ignore[no-untyped-def]
         dims = list(arr.shape) + [1] * (3 - ndim)
         if is_int:
             header[4 * k] = ioff
-            il.append(arr.astype(np.int64).ravel())
+            il.append(arr.astype(np.int64, copy=False).ravel())
             ioff += arr.size
         else:
             header[4 * k] = foff
-            fl.append(arr.astype(np.float64).ravel())
+            fl.append(arr.astype(np.float64, copy=False).ravel())
             foff += arr.size
         header[4 * k + 1 : 4 * k + 4] = dims
     F = np.ascontiguousarray(np.concatenate(fl)) if fl else np.zeros(0)

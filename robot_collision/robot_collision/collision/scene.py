@@ -164,8 +164,11 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
             nf += len(index.F)
             ni += len(index.I)
     allv = np.ascontiguousarray(np.concatenate(verts)) if verts else np.zeros((0, 3))
-    cf = np.concatenate(cloud_f) if cloud_f else np.zeros(0)
-    ci = np.concatenate(cloud_i) if cloud_i else np.zeros(0, dtype=np.int64)
+    # (a single cloud's buffers are used as they are: pack_scene copies them once anyway)
+    cf = cloud_f[0] if len(cloud_f) == 1 else (
+        np.concatenate(cloud_f) if cloud_f else np.zeros(0))
+    ci = cloud_i[0] if len(cloud_i) == 1 else (
+        np.concatenate(cloud_i) if cloud_i else np.zeros(0, dtype=np.int64))
     return WorldArrays(
         kind, params, pose, vstart, vcount, allv.reshape(-1, 3), box, cloud, cf, ci
     )

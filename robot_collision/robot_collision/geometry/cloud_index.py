@@ -62,6 +62,7 @@ F_LO = 5  # (3) lower corner of the points' box
 F_HI = 8  # (3) upper corner
 F_RADIUS = 11  # ball radius around each point, m
 F_QUANTUM = 12  # lattice step of the Morton order, m
+F_RMAX = 13  # largest distance of a point from the frame's origin, m
 F_HEADER = 16
 # int header (relative to io)
 I_N = 0  # points
@@ -352,6 +353,10 @@ def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def
     F[F_QUANTUM] = quantum
     for j in range(F_QUANTUM + 1, F_HEADER):
         F[j] = 0.0
+    rmax = 0.0
+    for i in range(N):
+        rmax = max(rmax, P[i, 0] ** 2 + P[i, 1] ** 2 + P[i, 2] ** 2)
+    F[F_RMAX] = math.sqrt(rmax)
     I[I_N] = N
     I[I_NLEAF] = nleaf
     I[I_P] = Pn

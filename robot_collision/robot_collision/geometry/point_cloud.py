@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ShapeError
 from ..load_limits import LoadLimits, limits_or_default
-from .cloud_index import CloudIndex, _checked_points, voxel_downsample
+from .cloud_index import F_HI, F_LO, F_RMAX, CloudIndex, _checked_points, voxel_downsample
 from .shapes import Shape
 
 __all__ = [
@@ -59,14 +59,20 @@ class PointCloud(Shape):
     """Points ``(N, 3)`` (m, local frame) with a ball of ``radius`` m around each.
 
     ``resolution`` (m, optional) records that the points are one per voxel of that lattice
-    (set by :meth:`downsampled`); the index then reuses their order. N may be 0 (an empty
-    cloud is no obstacle). Non-finite points are rejected: drop them first.
+    (set by :meth:`downsampled`); the index then reuses their order. ``grid_cells`` caps the
+    index's grid (memory and build time grow with it, 8 bytes a cell; its constant-time bound
+    tightens). N may be 0 (an empty cloud is no obstacle). Non-finite points are rejected:
+    drop them first.
     """
 
     points: NDArray[np.float64]
     radius: float = 0.0
     resolution: Optional[float] = None
+    grid_cells: int = field(default=1 << 19, kw_only=True)
     _index: list[CloudIndex] = field(default_factory=list, init=False, repr=False)
+    _box: list[tuple[NDArray[np.float64], NDArray[np.float64], float]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     kind = POINT_CLOUD
 
@@ -119,16 +125,23 @@ class PointCloud(Shape):
         """``[radius, 0, 0, 0]``."""
         return np.array([self.radius, 0.0, 0.0, 0.0])
 
+    def _bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """(centre, half extents, radius about the origin) of the points, computed once."""
+        if not self._box:
+            if self.num_points == 0:
+                self._box.append((np.zeros(3), np.zeros(3), 0.0))
+            else:  # read from the index (computed by its compiled build)
+                F = self.index.F
+                lo, hi = F[F_LO : F_LO + 3], F[F_HI : F_HI + 3]
+                self._box.append((0.5 * (lo + hi), 0.5 * (hi - lo), float(F[F_RMAX])))
+        return self._box[0]
+
     def bounding_radius(self) -> float:
-        if self.num_points == 0:
-            return 0.0
-        return float(np.sqrt((self.points**2).sum(axis=1).max())) + self.radius
+        return self._bounds()[2] + (self.radius if self.num_points else 0.0)
 
     def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        if self.num_points == 0:
-            return np.zeros(3), np.zeros(3)
-        lo, hi = self.points.min(axis=0), self.points.max(axis=0)
-        return 0.5 * (lo + hi), 0.5 * (hi - lo) + self.radius
+        centre, half, _ = self._bounds()
+        return centre.copy(), half + (self.radius if self.num_points else 0.0)
 
     @property
     def index(self) -> CloudIndex:
@@ -139,7 +152,7 @@ class PointCloud(Shape):
                     quantum = self.resolution or _DEFAULT_QUANTUM
                     self._index.append(
                         CloudIndex(self.points, self.radius, quantum=quantum,
-                                   cell=_DEFAULT_CELL)
+                                   cell=_DEFAULT_CELL, max_cells=self.grid_cells)
                     )
         return self._index[0]
 

@@ -32,7 +32,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numpy.typing import ArrayLike, NDArray
 
-from ..collision.kernels import _valid_at, pack_scene, unpack_scene
+from ..collision.kernels import _valid_at, unpack_scene
 from ..errors import ConfigurationError, UnknownNameError
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import euler_zyx_to_matrix, matrix_to_euler_zyx
@@ -528,7 +528,7 @@ def solve_ik(
     if checker is not None:
         if getattr(checker, "robot", None) is not robot:
             raise ConfigurationError("checker must be a CollisionChecker of the same robot model")
-        F, I = pack_scene(*checker.compiled(world))  # type: ignore[attr-defined]
+        F, I = checker.packed(world)  # type: ignore[attr-defined]
     else:
         F, I = np.zeros(1), np.zeros(1, dtype=np.int64)
     state, _ = new_rng_state(_seed_from(rng))

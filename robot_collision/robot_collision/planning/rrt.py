@@ -60,7 +60,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..collision import block_kernels as _bk
 from ..collision.checker import CollisionChecker, SkipRule
-from ..collision.kernels import _valid_at, pack_scene, packed_valid, unpack_scene
+from ..collision.kernels import _valid_at, packed_valid, unpack_scene
 from ..errors import (
     ConfigurationError,
     GoalInCollisionError,
@@ -976,7 +976,7 @@ def first_collision(
     Q = checker.robot.validate_batch(configurations)
     if len(Q) == 0:
         return -1
-    F, I = pack_scene(*checker.compiled(world))
+    F, I = checker.packed(world)
     return int(_first_invalid(F, I, Q, not ignore_self))
 
 

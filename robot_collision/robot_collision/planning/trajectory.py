@@ -38,7 +38,6 @@ from typing import Literal, Optional, Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..collision.kernels import pack_scene
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
@@ -414,7 +413,7 @@ def time_parameterize(
     rows = np.arange(len(P), dtype=np.int64)  # where the deduplicated waypoints sit in Pcur
     scene: Optional[Scene] = None
     if checker is not None:
-        F, I = pack_scene(*checker.compiled(world))  # type: ignore[attr-defined]
+        F, I = checker.packed(world)  # type: ignore[attr-defined]
         scene = (F, I, not ignore_self)
     if method == "toppra":
         Pcur = P

@@ -55,6 +55,7 @@ NODE_REGISTRY: dict[str, str] = {
     "velocity_filter": "robot_collision.ros.filter_node:VelocityFilterNode",
     "planner": "robot_collision.ros.planner_node:PlannerNode",
     "mock_arm": "robot_collision.ros.mock_arm:MockArmNode",
+    "mock_camera": "robot_collision.ros.mock_camera:MockCameraNode",
 }
 """Node name → ``"module:Class"`` of every node bringup can start."""
 

@@ -63,6 +63,16 @@ from .conversions import (
     clearance_table_to_msg,
 )
 from .markers import ClearanceMarkers
+from .point_clouds import (
+    CLOUD_PARAMETERS,
+    CloudSubscriptions,
+    SensedClouds,
+    cloud_settings,
+    node_now,
+    stamp_seconds,
+    tf2_lookup,
+    validate_cloud_parameter,
+)
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
 from .wiring import (
@@ -146,6 +156,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
+    **CLOUD_PARAMETERS,
 }
 
 
@@ -166,12 +177,22 @@ class CheckerSettings:
     marker_rate: float = 10.0
     frame_id: str = ""
     world_file: str = ""
+    # sensed obstacles (see robot_collision.ros.point_clouds)
+    point_cloud_topics: tuple[str, ...] = ()
+    camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    cloud_resolution: float = 0.01
+    cloud_padding: float = 0.015
+    cloud_max_age: float = 1.0
+    cloud_max_points: int = 2_000_000
+    cloud_point_radius: float = 0.0
 
 
 def _validate_one(name: str, value: Any) -> Any:
     """Validated value of one parameter (raises ConfigurationError with the reason)."""
     if name in COLLISION_KEYS:
         return validate_collision_parameter(name, value)
+    if name in CLOUD_PARAMETERS:
+        return validate_cloud_parameter(name, value)
     if name == "influence_distance":
         v = finite_float(value, name)
         if v <= 0:
@@ -256,6 +277,7 @@ class CollisionCheckerNode(Node):
         self._service_group = MutuallyExclusiveCallbackGroup()
         self._world_group = MutuallyExclusiveCallbackGroup()
         self._marker_group = MutuallyExclusiveCallbackGroup()
+        self._cloud_group = MutuallyExclusiveCallbackGroup()
 
         self.world = WorldModel()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
@@ -282,6 +304,11 @@ class CollisionCheckerNode(Node):
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)
+        self.clouds = SensedClouds(
+            cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
+        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._cloud_group)
+        self._cloud_subs.sync()
+        self._world_cache: tuple[Any, tuple[WorldObject, ...]] = (None, ())
         self._make_timers()
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._loader.start()
@@ -303,6 +330,22 @@ class CollisionCheckerNode(Node):
         """A checker configured like the node's (the service's; do not use concurrently)."""
         pipe = self._pipeline
         return pipe.service if pipe is not None else None
+
+    def _base_frame(self) -> str:
+        pipe = self._pipeline
+        return pipe.frame_id if pipe is not None else ""
+
+    def world_objects(self) -> tuple[WorldObject, ...]:
+        """The world in force: the world model's objects and the current sensed clouds (the
+        same tuple while neither changes, so that the checkers' compiled scenes stay cached)."""
+        version, objects = self.world.snapshot()
+        clouds = self.clouds.objects(node_now(self)) if self._settings.point_cloud_topics else []
+        key = (version, tuple(id(c) for c in clouds))
+        cached = self._world_cache
+        if cached[0] != key:
+            cached = (key, tuple(objects) + tuple(clouds))
+            self._world_cache = cached
+        return cached[1]
 
     def _make_timers(self) -> None:
         if self._rate_timer is not None:
@@ -345,6 +388,7 @@ class CollisionCheckerNode(Node):
             self._pipeline = pipe
             self._marker_key = None
         self.world.set_frame_ids({pipe.robot.base_name, pipe.frame_id})
+        self.clouds.set_robot(pipe.robot, {pipe.robot.base_name, pipe.frame_id})
 
     # ------------------------------------------------------------------ robot
     def _on_robot(self, robot: RobotModel, source: str) -> None:
@@ -371,7 +415,7 @@ class CollisionCheckerNode(Node):
         try:
             with KernelWarmUp(self.get_logger(), "collision kernels"):
                 q = pipe.robot.home_configuration()
-                world = self.world.objects()
+                world = self.world_objects()
                 pipe.stream.clearance(q, world, pipe.settings.influence_distance)
                 pipe.service.check(q, world, exhaustive=True)
                 every_pair = pipe.stream.clearance(q, world, math.inf)  # rows to compare
@@ -411,6 +455,8 @@ class CollisionCheckerNode(Node):
         rates_changed = (new.publish_rate, new.marker_rate) != (
             self._settings.publish_rate, self._settings.marker_rate)
         self._settings = new
+        self.clouds.configure(cloud_settings(new))
+        self._cloud_subs.sync()
         if new_pipe is not None:
             self._install(new_pipe)
         if rates_changed:
@@ -440,6 +486,7 @@ class CollisionCheckerNode(Node):
             stamp = msg.header.stamp
             if stamp.sec == 0 and stamp.nanosec == 0:
                 stamp = self.get_clock().now().to_msg()
+            self.clouds.joints.add(stamp_seconds(stamp, self), q)
             if self._settings.publish_rate > 0:
                 now = time.monotonic()
                 if now - self._last_publish < 1.0 / self._settings.publish_rate:
@@ -470,7 +517,7 @@ class CollisionCheckerNode(Node):
 
     def _compute_and_publish(self, pipe: _Pipeline, q: NDArray[np.float64], stamp: Any) -> None:
         settings = pipe.settings
-        world = self.world.objects()
+        world = self.world_objects()
         table = pipe.stream.clearance(q, world, settings.influence_distance, settings.ignore_self)
         writer = self._writer  # read once: a robot reload may switch it off meanwhile
         if writer is not None:
@@ -490,8 +537,8 @@ class CollisionCheckerNode(Node):
             if pipe is None or self._marker_pub.get_subscription_count() == 0:
                 return
             latest = self._latest
-            version, world = self.world.snapshot()
-            key = (id(pipe), latest.serial if latest else -1, version)
+            world = self.world_objects()
+            key = (id(pipe), latest.serial if latest else -1, id(world))
             if key == self._marker_key:
                 return
             stamp = self.get_clock().now().to_msg()
@@ -551,7 +598,7 @@ class CollisionCheckerNode(Node):
                 return response
             exhaustive = bool(request.exhaustive or pipe.settings.exhaustive)
             result = pipe.service.check(
-                q, self.world.objects(), exhaustive=exhaustive,
+                q, self.world_objects(), exhaustive=exhaustive,
                 ignore_self=bool(request.ignore_self))
             check_result_to_response(result, response)
         except RobotCollisionError as exc:

@@ -1,10 +1,10 @@
 """Console-script entry points of the nodes, and how their processes stop.
 
 Every node process (``collision_checker``, ``velocity_filter``, ``planner``, ``mock_arm``,
-``robot_collision_bringup``) starts here, so that Ctrl-C and SIGTERM are handled from its first
-instruction on: this module imports nothing heavy (``robot_collision/__init__.py`` imports its
-names lazily), installs the stop handlers, and only then imports the node's module (numpy,
-numba, rclpy: about a second) and runs it.
+``mock_camera``, ``robot_collision_bringup``) starts here, so that Ctrl-C and SIGTERM are
+handled from its first instruction on: this module imports nothing heavy
+(``robot_collision/__init__.py`` imports its names lazily), installs the stop handlers, and only
+then imports the node's module (numpy, numba, rclpy: about a second) and runs it.
 
 Stopping. SIGINT and SIGTERM end the process with exit status 0, no traceback, within
 :data:`STOP_GRACE` seconds, whatever it is doing -- importing, loading or compiling kernels,
@@ -58,6 +58,7 @@ CONSOLE_SCRIPTS: dict[str, str] = {
     "velocity_filter": "robot_collision.ros.filter_node:main",
     "planner": "robot_collision.ros.planner_node:main",
     "mock_arm": "robot_collision.ros.mock_arm:main",
+    "mock_camera": "robot_collision.ros.mock_camera:main",
     "robot_collision_bringup": "robot_collision.ros.bringup:main",
 }
 """Console script name → ``"module:function"`` it runs (the function returns an exit code)."""
@@ -163,6 +164,11 @@ def planner() -> NoReturn:
 def mock_arm() -> NoReturn:
     """Console script ``mock_arm``."""
     run_console_script("mock_arm")
+
+
+def mock_camera() -> NoReturn:
+    """Console script ``mock_camera``."""
+    run_console_script("mock_camera")
 
 
 def bringup() -> NoReturn:

@@ -137,6 +137,16 @@ from .conversions import (
     JointStateMapper,
 )
 from .message_timing import arrival_time, with_message_info
+from .point_clouds import (
+    CLOUD_PARAMETERS,
+    CloudSubscriptions,
+    SensedClouds,
+    cloud_settings,
+    node_now,
+    stamp_seconds,
+    tf2_lookup,
+    validate_cloud_parameter,
+)
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
 from .wiring import apply_parameter_values, start_up_settings
@@ -252,6 +262,14 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
+    **CLOUD_PARAMETERS,
+    "cloud_timeout_action": (
+        "stop",
+        "While a topic of point_cloud_topics has no current cloud (none yet, or older than "
+        "cloud_max_age) the scene is unknown: 'stop' publishes zeros (fault 'stale cloud'), "
+        "'ignore' filters against the rest of the world.",
+        "stop | ignore",
+    ),
 }
 
 _READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic")
@@ -293,6 +311,15 @@ class FilterNodeSettings:
     weights: tuple[float, ...] = ()
     protection_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     world_file: str = ""
+    # sensed obstacles (see robot_collision.ros.point_clouds)
+    point_cloud_topics: tuple[str, ...] = ()
+    camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    cloud_resolution: float = 0.01
+    cloud_padding: float = 0.015
+    cloud_max_age: float = 1.0
+    cloud_max_points: int = 2_000_000
+    cloud_point_radius: float = 0.0
+    cloud_timeout_action: str = "stop"
     options: FilterOptions = field(default=_OPTS, compare=False)
 
     @property
@@ -384,6 +411,13 @@ def _validate_one(name: str, value: Any) -> Any:
         return groups
     if name == "world_file":
         return str(value).strip()
+    if name in CLOUD_PARAMETERS:
+        return validate_cloud_parameter(name, value)
+    if name == "cloud_timeout_action":
+        if value not in ("stop", "ignore"):
+            raise ConfigurationError(
+                f"cloud_timeout_action must be 'stop' or 'ignore', got {value!r}")
+        return value
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 
@@ -470,7 +504,7 @@ class VelocityFilterNode(Node):
         self._cmd_error = ""
         self._cmd_time = -math.inf
         self._cmd_layout: Optional[MultiArrayLayout] = None
-        self._world_version = -1
+        self._world_version: Any = -1
         self._last_output = -math.inf
         self._last_cycle = _Cycle(None, None, False, self._config_fault)
         self._last_log: dict[str, float] = {}
@@ -531,6 +565,10 @@ class VelocityFilterNode(Node):
         self._service = self.create_service(
             SetProtection, "~/set_protection", self._on_set_protection,
             callback_group=self._service_group)
+        self.clouds = SensedClouds(cloud_settings(s), tf2_lookup(self, self._base_frame))
+        self._cloud_subs = CloudSubscriptions(
+            self, self.clouds, MutuallyExclusiveCallbackGroup())
+        self._cloud_subs.sync()
         self._make_timer()
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._watchdog = threading.Thread(target=self._watchdog_loop, daemon=True,
@@ -638,6 +676,11 @@ class VelocityFilterNode(Node):
                 self._cmd_error = ""
         if robot is not None:
             self.world.set_frame_ids({robot.base_name})
+            self.clouds.set_robot(robot, {robot.base_name})
+
+    def _base_frame(self) -> str:
+        robot = self._robot
+        return robot.base_name if robot is not None else ""
 
     # ------------------------------------------------------------------ robot
     def _on_robot(self, robot: RobotModel, source: str) -> None:
@@ -681,6 +724,8 @@ class VelocityFilterNode(Node):
             self._settings = new
             if robot is not None:
                 self._install(setup, robot, "")
+        self.clouds.configure(cloud_settings(new))
+        self._cloud_subs.sync()
         if rate_changed:
             self._make_timer()
         self.get_logger().info(f"parameters updated: {sorted(changed)}")
@@ -712,6 +757,8 @@ class VelocityFilterNode(Node):
                     self._q = q
                     self._q_time = arrived
                     self._state_fault = ""
+            if self._settings.point_cloud_topics:
+                self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), q)
         except Exception as exc:
             self.stats["errors"] += 1
             if self._throttled("joint state error"):
@@ -804,9 +851,22 @@ class VelocityFilterNode(Node):
                     f"(command_timeout {s.command_timeout:g} s)")
         filt = setup.filt
         version, objects = self.world.snapshot()
-        if version != self._world_version:
+        if s.point_cloud_topics:
+            ros_now = node_now(self)
+            missing = self.clouds.missing(ros_now)
+            if missing and s.cloud_timeout_action == "stop":
+                return _Cycle(zeros, None, False,
+                              f"stale cloud: no cloud newer than cloud_max_age "
+                              f"{s.cloud_max_age:g} s on {', '.join(missing)} (the scene is "
+                              "unknown; cloud_timeout_action 'stop')")
+            clouds = self.clouds.objects(ros_now)
+            key: Any = (version, tuple(id(c) for c in clouds))
+            objects = tuple(objects) + tuple(clouds)
+        else:
+            key = version
+        if key != self._world_version:
             filt.set_world(objects)
-            self._world_version = version
+            self._world_version = key
         qd = np.zeros(setup.robot.num_joints)
         if not idle:
             qd[setup.cmd_idx] = self._cmd
@@ -913,7 +973,7 @@ class VelocityFilterNode(Node):
         waiting = reason.startswith(("no joint state", "no robot"))  # start-up: less often
         if not self._throttled("fault " + reason, 10.0 if waiting else 2.0):
             return
-        if reason.startswith(("no joint state", "stale state", "no robot")):
+        if reason.startswith(("no joint state", "stale state", "stale cloud", "no robot")):
             self.get_logger().warning(f"publishing zeros: {fault}")
         else:
             self.get_logger().error(f"publishing zeros: {fault}")

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..collision.clearance import ClearanceTable
+from ..geometry.point_cloud import PointCloud
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from ..geometry.transforms import matrix_to_quat_xyzw
 from ..model.robot_model import RobotModel
@@ -34,6 +35,10 @@ from .conversions import hull_triangles
 __all__ = ["ClearanceMarkers", "PlannedPathMarkers", "clearance_color", "body_clearances"]
 
 RGBA = tuple[float, float, float, float]
+
+
+MAX_CLOUD_MARKER_POINTS = 20_000
+"""Most points a point-cloud marker carries (a cloud with more is shown every k-th point)."""
 
 
 def clearance_color(distance: float, influence_distance: float, alpha: float = 0.5) -> RGBA:
@@ -162,6 +167,16 @@ class ClearanceMarkers:
                     s.scale.x = s.scale.y = s.scale.z = 2.0 * shape.radius
                     self._set_pose(s, _translate_z(T, dz))
                     out.append(s)
+        elif isinstance(shape, PointCloud):
+            # sensed points: one POINTS marker, thinned to MAX_CLOUD_MARKER_POINTS for RViz
+            m = self._new(ns, first_id, Marker.POINTS, stamp)
+            m.scale.x = m.scale.y = max(2.0 * shape.radius, 0.006)
+            P = shape.points
+            if len(P) > MAX_CLOUD_MARKER_POINTS:
+                P = P[:: -(-len(P) // MAX_CLOUD_MARKER_POINTS)]
+            m.points = [Point(x=a, y=b, z=c) for a, b, c in P.tolist()]
+            self._set_pose(m, T)
+            out.append(m)
         elif isinstance(shape, Mesh):
             m = self._new(ns, first_id, Marker.TRIANGLE_LIST, stamp)
             m.scale.x = m.scale.y = m.scale.z = 1.0

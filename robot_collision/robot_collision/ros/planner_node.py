@@ -106,6 +106,7 @@ from ..errors import (
     PlanningCancelledError,
     RobotCollisionError,
 )
+from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
 from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
@@ -128,6 +129,14 @@ from .planner_goals import (
     rrt_options,
 )
 from .planner_settings import PARAMETERS, READ_ONLY, PlannerSettings, settings_from_values
+from .point_clouds import (
+    CloudSubscriptions,
+    SensedClouds,
+    cloud_settings,
+    node_now,
+    stamp_seconds,
+    tf2_lookup,
+)
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
 from .wiring import make_checker, start_up_settings
@@ -183,6 +192,10 @@ class PlannerNode(Node):
             JointState, "joint_states", self._on_joint_state,
             QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT),
             callback_group=self._state_group)
+        self.clouds = SensedClouds(
+            cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
+        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._world_group)
+        self._cloud_subs.sync()
         self._world_subs = []
         topics: list[str] = ["~/world_objects"]
         for topic in self._settings.world_topics:
@@ -241,6 +254,18 @@ class PlannerNode(Node):
             if old is None or old.robot is not pipe.robot or old.frame_id != pipe.frame_id:
                 self._markers = PlannedPathMarkers(pipe.robot, pipe.frame_id)
         self.world.set_frame_ids({pipe.robot.base_name, pipe.frame_id})
+        self.clouds.set_robot(pipe.robot, {pipe.robot.base_name, pipe.frame_id})
+
+    def _base_frame(self) -> str:
+        pipe = self._pipeline
+        return pipe.frame_id if pipe is not None else ""
+
+    def world_objects(self) -> list[WorldObject]:
+        """The world planned against: the world model's objects and the current clouds."""
+        objects = list(self.world.objects())
+        if self._settings.point_cloud_topics:
+            objects += self.clouds.objects(node_now(self))
+        return objects
 
     def _on_robot(self, robot: RobotModel, source: str) -> None:
         try:
@@ -276,7 +301,7 @@ class PlannerNode(Node):
     def _plan_once(self, pipe: Pipeline) -> None:
         """The warm-up's planning (see :meth:`_warm_up`)."""
         robot = pipe.robot
-        world = self.world.objects()
+        world = self.world_objects()
         rng = np.random.default_rng(0)
         valid = [q for q in (robot.random_configuration(rng) for _ in range(64))
                  if pipe.checker.is_valid(q, world)][:2]
@@ -326,6 +351,8 @@ class PlannerNode(Node):
             self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
             return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
         self._settings = new
+        self.clouds.configure(cloud_settings(new))
+        self._cloud_subs.sync()
         if new_pipe is not None:
             self._install(new_pipe)
         self.get_logger().info(f"parameters updated: {sorted(changed)}")
@@ -346,6 +373,8 @@ class PlannerNode(Node):
                 self._q = q
                 self._q_robot = pipe.robot
                 self._state_cond.notify_all()
+            if self._settings.point_cloud_topics:
+                self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), q)
         except Exception as exc:
             self.get_logger().error(
                 f"joint state processing failed: {type(exc).__name__}: {exc}",
@@ -561,7 +590,7 @@ class PlannerNode(Node):
         planned: Optional[PlanResult] = None
         try:
             q_start = ctx.start if ctx.start is not None else self._start_state(ctx, pipe)
-            world = self.world.objects()
+            world = self.world_objects()
             planner = BiRRT(pipe.checker, req.options, world=world)
             planned = planner.plan(q_start, req.goal, time_limit=req.time_limit,
                                    should_stop=ctx.stop, progress=feedback)

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ..errors import ConfigurationError
 from ..planning.rrt import RRTOptions
 from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT
+from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
 from .wiring import COLLISION_KEYS, apply_parameter_values, validate_collision_parameter
 
 __all__ = ["PARAMETERS", "READ_ONLY", "MAX_TIME_LIMIT", "PlannerSettings", "settings_from_values"]
@@ -171,6 +172,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "0 = only the end-effector line).",
         ">= 0",
     ),
+    **CLOUD_PARAMETERS,
 }
 
 MAX_TIME_LIMIT = 86400.0
@@ -210,6 +212,14 @@ class PlannerSettings:
     end_effector: str = "tool"
     frame_id: str = ""
     stamp_trajectory: bool = False
+    # sensed obstacles (see robot_collision.ros.point_clouds)
+    point_cloud_topics: tuple[str, ...] = ()
+    camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    cloud_resolution: float = 0.01
+    cloud_padding: float = 0.015
+    cloud_max_age: float = 1.0
+    cloud_max_points: int = 2_000_000
+    cloud_point_radius: float = 0.0
     joint_state_timeout: float = 1.0
     start_limit_tolerance: float = 0.001
     feedback_rate: float = 10.0
@@ -284,6 +294,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return tuple(v.strip() for v in value if v.strip())
     if name in COLLISION_KEYS:
         return validate_collision_parameter(name, value)
+    if name in CLOUD_PARAMETERS:
+        return validate_cloud_parameter(name, value)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 

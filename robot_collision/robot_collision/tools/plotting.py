@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..geometry.point_cloud import PointCloud
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 
 if TYPE_CHECKING:
@@ -155,6 +156,12 @@ def _draw(
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection  # type: ignore[import-untyped]
 
     T = _check_pose(pose)
+    if isinstance(shape, PointCloud):  # sensed points: a scatter of at most 6000 of them
+        P = shape.points[:: max(1, -(-shape.num_points // 6000))]
+        P = P @ T[:3, :3].T + T[:3, 3]
+        ax.scatter(P[:, 0], P[:, 1], P[:, 2], s=1.5, color=color, alpha=min(1.0, 2 * alpha),
+                   depthshade=False)
+        return np.asarray(P, dtype=float).reshape(-1, 3)
     kind, local = _shape_points(shape)
     pts = _transform(local, T)
     if kind == "grid":
@@ -180,9 +187,9 @@ def _draw(
 def draw_shape(ax: Any, shape: Shape, pose: ArrayLike, color: Color, alpha: float = 0.35) -> None:
     """Draw ``shape`` placed at ``pose`` ((4, 4), base frame, metres) on the 3-D axes ``ax``.
 
-    Spheres, capsules and cylinders are drawn as shaded surfaces, boxes as six faces and
-    meshes as the triangles of their convex hull. ``color`` is any matplotlib colour and
-    ``alpha`` the face opacity.
+    Spheres, capsules and cylinders are drawn as shaded surfaces, boxes as six faces,
+    meshes as the triangles of their convex hull and point clouds as dots. ``color`` is any
+    matplotlib colour and ``alpha`` the face opacity.
     """
     _draw(ax, shape, pose, color, alpha)
 

@@ -72,6 +72,7 @@ def _scene() -> tuple[Any, list[Any]]:
         Capsule,
         Cylinder,
         Mesh,
+        PointCloud,
         RobotModel,
         Sphere,
         WorldObject,
@@ -90,6 +91,8 @@ def _scene() -> tuple[Any, list[Any]]:
         WorldObject(Capsule(0.04, 0.3), make_pose(np.eye(3), [-0.5, 0.3, 0.4]), "capsule"),
         WorldObject(Cylinder(0.04, 0.3), make_pose(np.eye(3), [-0.5, -0.3, 0.4]), "cylinder"),
         WorldObject(Mesh(cube), make_pose(np.eye(3), [-0.3, 0.6, 0.9]), "mesh"),
+        WorldObject(PointCloud.downsampled(cube * 2, 0.02, radius=0.01),
+                    make_pose(np.eye(3), [0.5, 0.0, 0.9]), "cloud"),
     ]
     return robot, world
 
@@ -127,12 +130,14 @@ def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
         solve_ik(robot, robot.link_transforms(goal)["tool"], "tool", q0, checker=checker,
                  world=world)
     if "collision" in parts:
+        from ..collision.self_filter import robot_filter
         from ..control.velocity_filter import VelocityFilter
 
         for q in Q[:20]:
             checker.check(q, world, exhaustive=True)
             checker.check(q, world, exhaustive=False)
             checker.clearance(q, world, influence_distance=0.2)
+        robot_filter(robot, world[-1].shape.points + 0.3, q0, 0.02)
         filt = VelocityFilter(checker, world=world)
         filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
     return time.perf_counter() - t0

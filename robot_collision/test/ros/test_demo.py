@@ -24,7 +24,7 @@ pytest.importorskip("robot_collision_interfaces.msg")
 
 ROOT = Path(__file__).resolve().parents[3]  # repository root
 DEMO_TIMEOUT = 330.0  # s; the demo's own --fast limit is 280 s, typically it takes 25-60 s
-EXPECTED_STEPS = ["1", "2", "3a", "3b", "3c", "4a", "4b"]
+EXPECTED_STEPS = ["1", "2", "3a", "3b", "3c", "4a", "4b", "5a", "5b"]
 
 
 def _domain_id() -> str:
@@ -113,6 +113,14 @@ def test_demo_summary_json(demo_run: tuple[int, str, Path]) -> None:
     assert m4a["error_code"] == "GOAL_IN_COLLISION" and "crate" in m4a["message"]
     assert m4b["error_code"] == "GOAL_UNREACHABLE"
     assert m4a["joint_motion_rad"] <= 1e-4 and m4b["joint_motion_rad"] <= 1e-4
+
+    # step 5: the box only the camera sees (judged against the real box by the client)
+    m5a, m5b = steps["5a"]["metrics"], steps["5b"]["metrics"]
+    assert m5a["sensed_points"] > 100
+    assert d_env - 0.001 <= m5a["min_env_clearance_m"] <= m5a["stop_distance_m"]
+    assert m5a["stop_distance_m"] <= d_env + 0.01 + 0.01  # + the points' 1 cm ball radius
+    assert m5b["error_code"] == "SUCCESS" and m5b["straight_line_collision_free"] is False
+    assert m5b["min_camera_box_clearance_m"] > 0.0
 
 
 @pytest.mark.slow

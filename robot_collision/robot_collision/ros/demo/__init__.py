@@ -20,7 +20,13 @@ What it does
       for the ``wrist`` group (the pair closes further, into contact) and on again (the filter
       pushes the pair back out), then unfolds;
    4. asks for a goal in collision and for an unreachable goal region: the planner answers
-      ``GOAL_IN_COLLISION`` (naming the pair) and ``GOAL_UNREACHABLE``; nothing moves.
+      ``GOAL_IN_COLLISION`` (naming the pair) and ``GOAL_UNREACHABLE``; nothing moves;
+   5. a box that only the ``mock_camera`` knows (``config/demo_camera_world.yaml``; the other
+      nodes take its point clouds from ``mock_camera/points``): pushes the tool down at it (the
+      filter stops the arm at the safety distance from the sensed points) and pulls back, then
+      plans past it (the straight joint motion goes through it) and executes; the figure
+      shows the camera's points. The camera sees only the faces that face it: the verdict on
+      the real box is the safety distance where it is seen and no contact elsewhere.
 
    Every verdict uses an independent clearance computation in this process (the core
    :class:`~robot_collision.collision.checker.CollisionChecker` on every received joint state), not

@@ -12,8 +12,18 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Optional
 
-
 # ----------------------------------------------------------------------------- bring-up
+CAMERA_WORLD = "package://robot_collision/config/demo_camera_world.yaml"
+"""Objects only the demo's mock camera knows (step 5)."""
+CAMERA_TOPIC = "mock_camera/points"
+"""The camera's cloud topic, relative (resolved in the demo's namespace)."""
+CAMERA_POSE = (1.2, 0.3, 1.5, -0.6363, -0.71091, 0.22319, 0.19977)
+"""The demo camera's pose: 1.5 m up in front of the arm, looking down at (0.3, 0.2, 0.2), so
+that it sees the box's top at 40 degrees (a grazing view samples a face sparsely)."""
+CLOUD_POINT_RADIUS = 0.01
+"""Ball radius (m) around the demo's sensed points: covers the gaps between them (the camera's
+pixels are ~1.5 cm apart on the box)."""
+
 def write_demo_params(
     path: Path, source: Optional[Path] = None
 ) -> tuple[dict[str, Any], list[str]]:
@@ -44,6 +54,22 @@ def write_demo_params(
         if not str(section.get("world_file") or "").strip():
             section["world_file"] = world_file
             notes.append(f"{name}.world_file: none in {src.name}, using {world_file!r}")
+    # step 5: a box only the mock camera knows; the other nodes take its clouds
+    camera = data.setdefault("mock_camera", {}).setdefault("ros__parameters", {})
+    if not str(camera.get("world_file") or "").strip():
+        camera["world_file"] = CAMERA_WORLD
+        notes.append(f"mock_camera.world_file: {CAMERA_WORLD!r} (objects only the camera sees)")
+    if not camera.get("camera_pose"):
+        camera["camera_pose"] = list(CAMERA_POSE)
+    pose = " ".join(str(float(v)) for v in camera["camera_pose"])
+    for name in ("collision_checker", "velocity_filter", "planner"):
+        section = data.setdefault(name, {}).setdefault("ros__parameters", {})
+        if not section.get("point_cloud_topics"):
+            section["point_cloud_topics"] = [CAMERA_TOPIC]
+            section["camera_poses"] = [f"{CAMERA_TOPIC}={pose}"]
+            section["cloud_max_age"] = 2.0
+            section["cloud_point_radius"] = CLOUD_POINT_RADIUS
+            notes.append(f"{name}: point cloud topic {CAMERA_TOPIC!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"# Written by robot_collision.ros.demo from {src}\n")

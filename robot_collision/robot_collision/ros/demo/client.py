@@ -18,9 +18,10 @@ from numpy.typing import NDArray
 
 from ...collision.checker import CollisionChecker
 from ...geometry.shapes import WorldObject
+from ...geometry.transforms import pose_from_position_quat
 from ...model.kinematics import point_jacobian_into
 from ...model.robot_model import RobotModel
-from .bringup_process import BringupProcess
+from .bringup_process import CAMERA_POSE, BringupProcess
 from .settings import (
     END_EFFECTOR,
     ENV_KIND,
@@ -203,7 +204,11 @@ class DemoClient:
             "plan": resolve("~/plan_motion", "planner"),
             "set_protection": resolve("~/set_protection"),
             "get_parameters": resolve("~/get_parameters"),
+            "camera": resolve("~/points", "mock_camera"),
         }
+        cam = section("mock_camera").get("camera_pose") or list(CAMERA_POSE)
+        self._camera_pose = pose_from_position_quat(cam[:3], cam[3:])
+        self._cloud_msg: Any = None
         # filter distances: defaults until the node tells us (GetParameters)
         self.safety_env = float(fparam("safety_distance_env"))
         self.safety_self = float(fparam("safety_distance_self"))
@@ -227,6 +232,10 @@ class DemoClient:
         self.node.create_subscription(FilterStatus, self.topics["status"], self._on_status, latest)
         self.node.create_subscription(ClearanceTable, self.topics["clearance"],
                                       self._on_clearance, latest)
+        from sensor_msgs.msg import PointCloud2
+
+        self.node.create_subscription(PointCloud2, self.topics["camera"], self._on_cloud,
+                                      QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
         self._plan_client = ActionClient(self.node, PlanMotion, self.topics["plan"])
         self._protection_client = self.node.create_client(
             SetProtection, self.topics["set_protection"])
@@ -286,6 +295,24 @@ class DemoClient:
     def _on_status(self, msg: Any) -> None:
         self._status = msg
         self._status_count += 1
+
+    def _on_cloud(self, msg: Any) -> None:
+        self._cloud_msg = msg
+
+    def sensed_cloud(self) -> Optional[WorldObject]:
+        """The newest mock-camera cloud in the base frame (None before the first)."""
+        from ...geometry.point_cloud import PointCloud
+        from ..point_clouds import pointcloud2_to_points
+
+        msg = self._cloud_msg
+        if msg is None:
+            return None
+        P = pointcloud2_to_points(msg, transform=self._camera_pose)
+        return WorldObject(PointCloud(P), np.eye(4), "camera points")
+
+    def sensed_point_count(self) -> int:
+        msg = self._cloud_msg
+        return int(msg.width * msg.height) if msg is not None else 0
 
     def _on_clearance(self, msg: Any) -> None:
         self._checker_min = float(msg.min_distance)

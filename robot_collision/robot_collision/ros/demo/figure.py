@@ -98,9 +98,9 @@ def write_figure(path: Path, samples: Sequence[dict[str, Any]], steps: Sequence[
     sending = np.isfinite(vc)
 
     # step spans
-    colors = {"1": "#e8f1fb", "2": "#fdf0e1", "3": "#eaf6ea", "4": "#f3ecf8"}
+    colors = {"1": "#e8f1fb", "2": "#fdf0e1", "3": "#eaf6ea", "4": "#f3ecf8", "5": "#fbeaea"}
     labels = {"1": "1  plan + execute", "2": "2  teleop", "3": "3  home, self-collision",
-              "4": "4  bad goals"}
+              "4": "4  bad goals", "5": "5  box seen by the camera only"}
     spans: dict[str, list[float]] = {}
     for st in steps:
         k = st.key[:1]

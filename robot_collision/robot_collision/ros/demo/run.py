@@ -23,7 +23,7 @@ from .bringup_process import BringupProcess, write_demo_params
 from .client import Progress
 from .figure import format_summary, jsonable, write_csv, write_figure
 from .scenario import DemoScenario
-from .settings import DemoAborted, DemoSettings
+from .settings import CAMERA_OBSTACLE, DemoAborted, DemoSettings
 
 
 # ----------------------------------------------------------------------------- main
@@ -52,7 +52,12 @@ def _load_world(params: dict[str, Any]) -> list[WorldObject]:
     world_file = str(section.get("world_file") or "")
     model = WorldModel()
     model.use_file(world_file)
-    return list(model.objects())
+    # the client is the judge: it also knows what only the camera shows the nodes (step 5)
+    camera = (params.get("mock_camera") or {}).get("ros__parameters") or {}
+    hidden = WorldModel()
+    if str(camera.get("world_file") or "").strip():
+        hidden.use_file(str(camera["world_file"]))
+    return list(model.objects()) + list(hidden.objects())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -109,7 +114,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     steps = client.steps if client is not None else []
     samples = client.samples if client is not None else []
-    expected = ["1", "2", "3a", "3b", "3c", "4a", "4b"]
+    expected = ["1", "2", "3a", "3b", "3c", "4a", "4b", "5a", "5b"]
     all_passed = not abort_reason and [s.key for s in steps] == expected \
         and all(s.passed for s in steps)
     if code == 0 and not all_passed:
@@ -121,7 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not args.no_figure:
             progress.line("drawing the figure ...")
             try:
-                write_figure(out / "demo.png", samples, steps, robot, world, client.safety_env,
+                sensed = client.sensed_cloud()  # the figure shows the camera's points
+                shown = [o for o in world if o.name != CAMERA_OBSTACLE] + (
+                    [sensed] if sensed is not None else [])
+                write_figure(out / "demo.png", samples, steps, robot, shown, client.safety_env,
                              client.safety_self)
                 files["figure"] = str(out / "demo.png")
             except Exception as exc:

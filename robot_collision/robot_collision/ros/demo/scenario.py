@@ -12,6 +12,8 @@ from numpy.typing import NDArray
 
 from .client import CommandFn, DemoClient, DoneFn, Held, finite_median, fmt_mm, is_live
 from .settings import (
+    CAMERA_OBSTACLE,
+    CAMERA_PUSH_START,
     CLEARANCE_TOLERANCE,
     END_EFFECTOR,
     FINAL_ERROR_TOLERANCE,
@@ -20,6 +22,7 @@ from .settings import (
     FULL_SPEED_FRACTION,
     GOAL_BEHIND_POST,
     GOAL_IN_COLLISION,
+    GOAL_PAST_CAMERA_BOX,
     STILL_TOLERANCE,
     STOP_DISTANCE_BAND,
     STOPPED_FRACTION,
@@ -98,20 +101,25 @@ class DemoScenario(DemoClient):
 
     def step_teleop(self) -> None:
         step = self._begin("2", f"teleop: push the tool at the {TELEOP_OBSTACLE}, then pull back")
+        self._push_and_pull(step, TELEOP_OBSTACLE)
+
+    def _push_and_pull(self, step: StepResult, obstacle: str) -> None:
+        """Push the body closest to ``obstacle`` straight at it through the filter until it
+        stops at the safety distance, then pull back at full speed; the step's verdicts."""
         step.clearance_kind = "env"
-        d0, _, body = self.pair_clearance(self.q, TELEOP_OBSTACLE)
+        d0, _, body = self.pair_clearance(self.q, obstacle)
         speed = self.settings.teleop_speed
         step.metrics.update(closing_speed_m_s=speed, start_distance_m=d0, body=body)
-        self.progress.line(f"  {body} is {d0 * 1e3:.0f} mm from the {TELEOP_OBSTACLE}: pushing "
+        self.progress.line(f"  {body} is {d0 * 1e3:.0f} mm from the {obstacle}: pushing "
                            f"straight at it, closing at {speed:.2f} m/s")
-        self._watch = TELEOP_OBSTACLE
+        self._watch = obstacle
 
         def straight_at(sign: float) -> CommandFn:
             """Joint velocity along the distance gradient of the robot body closest to the
             obstacle: the most direct way into it (sign -1) or away from it (+1), at a closing
             (opening) speed of ``speed``."""
             def command(t: float, q: NDArray[np.float64]) -> NDArray[np.float64]:
-                _, J, _ = self.pair_row(q, TELEOP_OBSTACLE)
+                _, J, _ = self.pair_row(q, obstacle)
                 v: NDArray[np.float64] = sign * speed * J / max(float(J @ J), 1e-12)
                 norm = float(np.linalg.norm(v))
                 return v if norm <= 1.0 else v / norm  # at most 1 rad/s
@@ -133,15 +141,15 @@ class DemoScenario(DemoClient):
         reach = max(0.0, d0 - self.safety_env) / speed
         push_time = self.run_phase("push", 4.0 * reach + hold + 15.0, straight_at(-1.0), stopped,
                                    min_time=0.3, status=status)
-        push = self.phase_samples("2", "push")
+        push = self.phase_samples(step.key, "push")
         tail = [s for s in push if s["t"] >= push[-1]["t"] - hold and is_live(s)] or push[-1:]
-        end_dist, _, end_body = self.pair_clearance(self.q, TELEOP_OBSTACLE)
+        end_dist, _, end_body = self.pair_clearance(self.q, obstacle)
         hold_closing = finite_median([-s["watch_rate"] for s in tail])
         hold_cmd = finite_median([-s["watch_rate_cmd"] for s in tail])
         hold_tool = finite_median([s["tcp_speed"] for s in tail])
         hold_scaling = finite_median([s["filter_scaling"] for s in tail])
         active = sorted({c for s in tail for c in s["active_constraints"].split() if c})
-        self.progress.line(f"  stopped {end_dist * 1e3:.1f} mm from the {TELEOP_OBSTACLE} "
+        self.progress.line(f"  stopped {end_dist * 1e3:.1f} mm from the {obstacle} "
                            f"({end_body}) while commanded to close at {hold_cmd:.2f} m/s; "
                            "pulling back")
 
@@ -151,11 +159,11 @@ class DemoScenario(DemoClient):
                        f"{self.samples[-1]['watch_rate']:.3f} m/s")
         self.hold("stop", 0.15)
         self._watch = ""
-        away = [s for s in self.phase_samples("2", "away", after=0.1) if is_live(s)]
+        away = [s for s in self.phase_samples(step.key, "away", after=0.1) if is_live(s)]
         away_rate = finite_median([s["watch_rate"] for s in away])
         away_scaling = finite_median([s["filter_scaling"] for s in away])
-        after, _, _ = self.pair_clearance(self.q, TELEOP_OBSTACLE)
-        dmin = self._min_over(self.phase_samples("2"), "env_clearance")
+        after, _, _ = self.pair_clearance(self.q, obstacle)
+        dmin = self._min_over(self.phase_samples(step.key), "env_clearance")
         step.min_clearance = dmin
         step.metrics.update(
             push_time_s=push_time, stop_distance_m=end_dist, stop_body=end_body,
@@ -165,7 +173,7 @@ class DemoScenario(DemoClient):
             away_opening_speed_m_s=away_rate, away_speed_fraction=away_rate / speed,
             away_filter_scaling=away_scaling, distance_after_away_m=after)
         step.result = "stopped, then full speed away"
-        step.details = (f"stopped {end_dist * 1e3:.1f} mm from the {TELEOP_OBSTACLE} "
+        step.details = (f"stopped {end_dist * 1e3:.1f} mm from the {obstacle} "
                         f"(tool {hold_tool * 1e3:.1f} mm/s while pushing at "
                         f"{speed * 1e3:.0f}); away at {100 * away_rate / speed:.0f}% speed")
         if dmin < self.safety_env - CLEARANCE_TOLERANCE:
@@ -175,7 +183,7 @@ class DemoScenario(DemoClient):
             step.fail(f"did not stop: closing at {hold_closing:.3f} m/s, tool at "
                       f"{hold_tool:.3f} m/s while pushing")
         if end_dist > self.safety_env + STOP_DISTANCE_BAND:
-            step.fail(f"stopped {end_dist * 1e3:.1f} mm from the {TELEOP_OBSTACLE}, not at the "
+            step.fail(f"stopped {end_dist * 1e3:.1f} mm from the {obstacle}, not at the "
                       f"safety distance {self.safety_env * 1e3:.0f} mm")
         if not away_rate >= FULL_SPEED_FRACTION * speed:
             step.fail(f"moving away at {away_rate:.3f} m/s, below "
@@ -374,11 +382,86 @@ class DemoScenario(DemoClient):
         if moved > STILL_TOLERANCE:
             step.fail(f"the arm moved by {moved:.5f} rad")
 
+    def move_to(self, step: StepResult, q: NDArray[np.float64], label: str) -> bool:
+        """Plan to ``q`` and execute (a transfer move of a step); False (and a failure) if
+        either goes wrong."""
+        self.progress.line(f"  moving to {label} with the planner first")
+        result = self.plan(self.joint_goal(q), label)
+        if int(result.error_code) != self._PlanMotion.Result.SUCCESS:
+            step.fail(f"planning to {label} failed: {self.code_name(int(result.error_code))}: "
+                      f"{result.message}")
+            return False
+        m = self.execute(result.trajectory, f"moving to {label}")
+        step.metrics[f"move_to_{label}"] = m
+        if m["final_joint_error_rad"] > FINAL_ERROR_TOLERANCE:
+            step.fail(f"did not reach {label} (error {m['final_joint_error_rad']:.3f} rad)")
+            return False
+        return True
+
+    def step_camera(self) -> None:
+        """A box only the camera sees: the filter and the planner know it from its clouds
+        only. The camera sees the faces that face it, so the push comes from that side."""
+        ready = self.robot.named_configuration("ready")
+        step = self._begin("5a", f"teleop: push the arm at the {CAMERA_OBSTACLE}, which only "
+                                 "the camera sees, then pull back")
+        if not self.move_to(step, np.array(CAMERA_PUSH_START), "above the box"):
+            step.result = "not at ready"
+            self._end(step)
+        else:
+            self._step_key = "5a"
+            step.metrics["sensed_points"] = self.sensed_point_count()
+            self._push_and_pull(step, CAMERA_OBSTACLE)
+        step = self._begin("5b", f"plan past the {CAMERA_OBSTACLE} (known from point clouds "
+                                 "only) and execute")
+        step.clearance_kind = "env"
+        if not self.move_to(step, ready, "ready"):
+            step.result = "not at ready"
+            self._end(step)
+            return
+        self._step_key = "5b"
+        q0 = self.q
+        straight_ok = self.checker.is_motion_valid(q0, np.array(GOAL_PAST_CAMERA_BOX),
+                                                   self.world)
+        result = self.plan(self.joint_goal(GOAL_PAST_CAMERA_BOX),
+                           f"past the {CAMERA_OBSTACLE}")
+        code = int(result.error_code)
+        step.metrics.update(error_code=self.code_name(code), message=str(result.message),
+                            straight_line_collision_free=bool(straight_ok),
+                            sensed_points=self.sensed_point_count())
+        if code != self._PlanMotion.Result.SUCCESS:
+            step.result = self.code_name(code)
+            step.fail(f"planning failed: {result.message}")
+            self._end(step)
+            return
+        self._watch = CAMERA_OBSTACLE
+        m = self.execute(result.trajectory, "executing")
+        self._watch = ""
+        step.metrics.update(m)
+        samples = self.phase_samples("5b", "execute")
+        dmin = self._min_over(samples, "watch_distance")
+        step.min_clearance = dmin
+        step.metrics.update(min_camera_box_clearance_m=dmin)
+        step.result = "SUCCESS, executed"
+        step.details = (f"{self.sensed_point_count()} sensed points; the path kept "
+                        f"{fmt_mm(dmin)} from the {CAMERA_OBSTACLE} (the straight motion "
+                        f"{'misses' if straight_ok else 'goes through'} it)")
+        if straight_ok:
+            step.fail(f"the straight motion misses the {CAMERA_OBSTACLE}: nothing to show")
+        # The camera sees the faces that face it; the planner and the filter know nothing of the
+        # others, so the safety distance is guaranteed from the sensed points only: the verdict
+        # on the real box is "no contact".
+        if not dmin > 0.0:
+            step.fail(f"touched the {CAMERA_OBSTACLE} ({dmin * 1e3:.1f} mm)")
+        if m["final_joint_error_rad"] > FINAL_ERROR_TOLERANCE:
+            step.fail(f"final joint error {m['final_joint_error_rad']:.4f} rad > "
+                      f"{FINAL_ERROR_TOLERANCE} rad")
+        self._end(step)
+
     def run_scenario(self) -> None:
         """Readiness, then every step (a failing step does not stop the later ones)."""
         self.wait_ready()
         for step_fn in (self.step_plan_and_execute, self.step_teleop, self.step_self_collision,
-                        self.step_errors):
+                        self.step_errors, self.step_camera):
             try:
                 step_fn()
             except DemoAborted as exc:

@@ -17,6 +17,14 @@ TCP_OFFSET = (0.0, 0.0, 0.10)
 END_EFFECTOR = "tool"
 TELEOP_OBSTACLE = "post"
 """World object the step 2 teleop burst pushes the tool at."""
+CAMERA_OBSTACLE = "camera_box"
+"""Step 5: the object only the mock camera knows (config/demo_camera_world.yaml)."""
+CAMERA_PUSH_START = (1.5708, 0.0, 0.0, 1.5, 0.0, 0.94, 0.0)
+"""Step 5a start: the tool 19 cm above the box's top, which the camera sees (it sees only the
+faces that face it); pushed down at the box, pulled back up into free space."""
+GOAL_PAST_CAMERA_BOX = (2.2, 0.5, 0.0, 1.7, 0.0, 0.94, 0.0)
+"""Step 5a joint goal: the SRDF state ``ready`` turned 2.2 rad to the left, past the camera box:
+the straight joint motion from the ready side sweeps the tool through the box."""
 FOLD_JOINT = "joint6"
 FOLD_GROUP = "wrist"
 """Step 3 folds ``FOLD_JOINT`` towards its lower limit (link5-link7 collide near -2.09 rad) and

@@ -1,0 +1,238 @@
+"""Point clouds in the ROS layer: PointCloud2 conversion, the per-topic cloud tracker, and the
+mock_camera feeding the collision_checker and velocity_filter nodes over real topics.
+
+Oracles: messages built byte by byte with numpy (any layout the format allows); the tracker's
+clouds against the core (transform by hand, ``robot_filter``); the nodes' tables against a
+core ``CollisionChecker`` given the same sensed cloud.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from robot_collision import RobotModel, default_robot_paths
+from robot_collision.geometry.transforms import pose_from_position_quat
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState, PointCloud2, PointField  # noqa: E402
+
+from robot_collision.ros.checker_node import CollisionCheckerNode  # noqa: E402
+from robot_collision.ros.filter_node import VelocityFilterNode  # noqa: E402
+from robot_collision.ros.mock_camera import MockCameraNode  # noqa: E402
+from robot_collision.ros.point_clouds import (  # noqa: E402
+    CloudError,
+    CloudSettings,
+    SensedClouds,
+    pointcloud2_to_points,
+    points_to_pointcloud2,
+    validate_cloud_parameter,
+)
+from robot_collision_interfaces.msg import ClearanceTable, FilterStatus  # noqa: E402
+
+URDF, SRDF = default_robot_paths()
+CAMERA = (1.4, 0.0, 0.8, -0.5979, -0.5979, 0.37751, 0.37751)
+
+
+def _msg(P: np.ndarray, dtype: str = "<f4", step_pad: int = 4, row_pad: int = 8,
+         height: int = 1, dense: bool = True, frame: str = "base_link") -> PointCloud2:
+    """An organised cloud with padding in every point and every row."""
+    big = dtype.startswith(">")
+    size = int(dtype[-1])
+    step = 3 * size + step_pad
+    width = len(P) // height
+    row = width * step + row_pad
+    data = bytearray(row * height)
+    for k, p in enumerate(P):
+        r, c = divmod(k, width)
+        off = r * row + c * step + step_pad  # x, y, z after the padding
+        data[off: off + 3 * size] = np.asarray(p, dtype=dtype).tobytes()
+    msg = PointCloud2()
+    msg.header.frame_id = frame
+    msg.height, msg.width = height, width
+    dt = PointField.FLOAT32 if size == 4 else PointField.FLOAT64
+    msg.fields = [PointField(name=a, offset=step_pad + i * size, datatype=dt, count=1)
+                  for i, a in enumerate("xyz")]
+    msg.is_bigendian = big
+    msg.point_step, msg.row_step = step, row
+    msg.is_dense = dense
+    msg.data = bytes(data)
+    return msg
+
+
+@pytest.mark.parametrize("dtype", ["<f4", ">f4", "<f8", ">f8"])
+def test_pointcloud2_layouts(dtype: str) -> None:
+    P = np.random.default_rng(0).uniform(-2, 2, (12, 3)).astype(dtype[1:]).astype(float)
+    got = pointcloud2_to_points(_msg(P, dtype, height=3))
+    np.testing.assert_array_equal(got, P)
+    back = pointcloud2_to_points(points_to_pointcloud2(P, "f"))
+    np.testing.assert_allclose(back, P, rtol=1e-6)
+
+
+def test_pointcloud2_rejections() -> None:
+    P = np.zeros((4, 3))
+    P[1, 2] = np.nan
+    assert len(pointcloud2_to_points(_msg(P, dense=False))) == 3  # organised gaps dropped
+    with pytest.raises(CloudError, match="is_dense"):
+        pointcloud2_to_points(_msg(P, dense=True))
+    with pytest.raises(CloudError, match="cloud_max_points"):
+        pointcloud2_to_points(_msg(np.zeros((4, 3))), max_points=3)
+    m = _msg(np.zeros((4, 3)))
+    m.fields = m.fields[:2]
+    with pytest.raises(CloudError, match="no z field"):
+        pointcloud2_to_points(m)
+    m = _msg(np.zeros((4, 3)))
+    m.fields[0].datatype = PointField.UINT16
+    with pytest.raises(CloudError, match="FLOAT32"):
+        pointcloud2_to_points(m)
+    m = _msg(np.zeros((4, 3)))
+    m.fields[2].offset = m.point_step
+    with pytest.raises(CloudError, match="does not fit"):
+        pointcloud2_to_points(m)
+    m = _msg(np.zeros((4, 3)))
+    m.data = m.data[:-20]
+    with pytest.raises(CloudError, match="fewer than"):
+        pointcloud2_to_points(m)
+    m = _msg(np.zeros((4, 3)))
+    m.width = 1_000_000
+    m.height = 1_000_000  # 10^12 points declared: rejected before any data is touched
+    with pytest.raises(CloudError, match="more than"):
+        pointcloud2_to_points(m)
+    with pytest.raises(Exception, match="camera_poses entry"):
+        validate_cloud_parameter("camera_poses", ["points=1 2 3"])
+
+
+def test_tracker_transforms_self_filters_and_expires() -> None:
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    settings = CloudSettings(point_cloud_topics=("cam",),
+                             camera_poses=(("cam", CAMERA),), cloud_resolution=0.0,
+                             cloud_padding=0.02, cloud_max_age=1.0)
+    clouds = SensedClouds(settings)
+    clouds.set_robot(robot, {"base_link"})
+    T = pose_from_position_quat(CAMERA[:3], CAMERA[3:])
+    q0 = robot.home_configuration()
+    q1 = robot.named_configuration("ready")
+    link = robot.link_poses(q1)[robot.link_index("link6")][:3, 3]  # a point on the arm at q1
+    obstacle = np.array([[0.5, 0.4, 0.2], [0.55, 0.4, 0.2]])
+    world_pts = np.vstack([obstacle, link])
+    cam_pts = (world_pts - T[:3, 3]) @ T[:3, :3]  # into the camera frame
+    with pytest.raises(CloudError, match="joint state"):
+        clouds.on_message("cam", points_to_pointcloud2(cam_pts, "camera"), 10.0)
+    clouds.joints.add(9.0, q0)
+    clouds.joints.add(10.02, q1)  # nearest to the stamp 10.0: the arm covers `link`
+    clouds.on_message("cam", points_to_pointcloud2(cam_pts, "camera"), 10.0)
+    (obj,) = clouds.objects(10.5)
+    np.testing.assert_allclose(np.sort(obj.shape.points, axis=0), np.sort(obstacle, axis=0),
+                               atol=1e-6)  # float32 on the wire
+    assert clouds.missing(10.5) == [] and clouds.objects(11.5) == []
+    assert clouds.missing(11.5) == ["cam"]
+    with pytest.raises(CloudError, match="camera_poses"):  # a frame without any transform
+        SensedClouds(CloudSettings(point_cloud_topics=("x",)))._pose("x", "camera", 0.0)
+    # a newer cloud replaces the topic's previous one
+    clouds.on_message("cam", points_to_pointcloud2(cam_pts[:1], "camera"), 10.6)
+    assert len(clouds.objects(10.7)[0].shape.points) == 1
+
+
+# ----------------------------------------------------------------------------- nodes
+def _world_file(tmp_path: Path) -> Path:
+    """A box only the camera knows, in front of the arm."""
+    path = tmp_path / "camera_world.yaml"
+    path.write_text(
+        "objects:\n"
+        "  - id: hidden_crate\n"
+        "    type: box\n"
+        "    dimensions: [0.2, 0.3, 0.3]\n"
+        "    position: [0.6, 0.0, 0.15]\n")
+    return path
+
+
+def _camera(ros: Any, ns: str, tmp_path: Path, **extra: Any) -> Any:
+    params = {"world_file": str(_world_file(tmp_path)), "rate": 20.0, "width": 64,
+              "height": 48, "camera_pose": list(CAMERA), **extra}
+    return ros.add_node(MockCameraNode(context=ros.context, namespace=ns, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()]))
+
+
+def _cloud_params(ns: str) -> dict[str, Any]:
+    return {"point_cloud_topics": [f"{ns}/mock_camera/points"],
+            "camera_poses": [f"{ns}/mock_camera/points=" + " ".join(map(str, CAMERA))],
+            "cloud_max_age": 2.0}
+
+
+def _joint_states(ros: Any, ns: str, q: np.ndarray) -> SimpleNamespace:
+    helper = ros.helper(ns)
+    pub = helper.create_publisher(JointState, "joint_states", 10)
+    names = [f"joint{i}" for i in range(1, 8)]
+
+    def send() -> None:
+        msg = JointState()
+        msg.header.stamp = helper.get_clock().now().to_msg()
+        msg.name = names
+        msg.position = [float(v) for v in q]
+        pub.publish(msg)
+
+    timer = helper.create_timer(0.02, send)
+    return SimpleNamespace(helper=helper, pub=pub, timer=timer)
+
+
+def test_camera_cloud_reaches_the_checker(ros: Any, tmp_path: Path) -> None:
+    """The checker knows the crate only from the camera: a clearance row names the cloud's
+    topic, at the distance a core checker computes for the same sensed cloud."""
+    ns = ros.namespace()
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    q = robot.named_configuration("ready")
+    _camera(ros, ns, tmp_path)
+    params = {"urdf_path": str(URDF), "srdf_path": str(SRDF), "influence_distance": 0.5,
+              **_cloud_params(ns)}
+    node = ros.add_node(CollisionCheckerNode(
+        context=ros.context, namespace=ns,
+        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
+    js = _joint_states(ros, ns, q)
+    topic = f"{ns}/mock_camera/points"
+    tables = ros.collect(js.helper, ClearanceTable, f"{ns}/collision_checker/clearance")
+    msg = tables.wait_for(lambda m: any(r.other_body == topic for r in m.rows), timeout=30.0)
+    assert msg is not None, node.clouds.last_error
+    row = next(r for r in msg.rows if r.other_body == topic)
+    world = node.world_objects()
+    (cloud,) = [o for o in world if o.name == topic]
+    assert cloud.shape.num_points > 100
+    from robot_collision import CollisionChecker
+
+    ref = CollisionChecker(robot).clearance(q, [cloud], 0.5)
+    k = [i for i, (b, o) in enumerate(zip(ref.robot_bodies, ref.other_bodies))
+         if b == row.robot_body and o == topic]
+    assert k and abs(ref.distances[k[0]] - row.distance) < 1e-6
+    # the cloud is where the crate is: every point within 1 cm of the box's surface
+    P = cloud.shape.points
+    box_lo, box_hi = np.array([0.5, -0.15, 0.0]), np.array([0.7, 0.15, 0.3])
+    inside = np.all(np.abs(P - 0.5 * (box_lo + box_hi)) < 0.5 * (box_hi - box_lo) + 0.01, axis=1)
+    assert inside.all()
+    js.helper.destroy_timer(js.timer)
+
+
+def test_filter_stops_without_a_current_cloud(ros: Any, tmp_path: Path) -> None:
+    """cloud_timeout_action 'stop': zeros and a 'stale cloud' fault until the camera runs;
+    'ignore' filters without it."""
+    ns = ros.namespace()
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    params = {"urdf_path": str(URDF), "srdf_path": str(SRDF), "rate": 50.0,
+              "command_timeout": 0.0, **_cloud_params(ns)}
+    node = ros.add_node(VelocityFilterNode(
+        context=ros.context, namespace=ns,
+        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
+    js = _joint_states(ros, ns, robot.named_configuration("ready"))
+    status = ros.collect(js.helper, FilterStatus, f"{ns}/velocity_filter/status")
+    assert status.wait_for(lambda m: "stale cloud" in m.fault, timeout=30.0) is not None
+    _camera(ros, ns, tmp_path)
+    assert ros.wait_until(lambda: not node.clouds.missing(
+        node.get_clock().now().nanoseconds * 1e-9), timeout=30.0), node.clouds.last_error
+    assert status.wait_for(lambda m: "stale cloud" not in m.fault, timeout=30.0) is not None
+    node.set_parameters([Parameter("cloud_timeout_action", value="ignore")])
+    assert node.settings.cloud_timeout_action == "ignore"
+    js.helper.destroy_timer(js.timer)
