@@ -32,7 +32,10 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir  # type: ignore[import-untyped]
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numpy.typing import NDArray
 
 from ..geometry.cloud_index import cloud_sphere_exact, cloud_sphere_maybe
@@ -459,6 +462,70 @@ def _sphere_object_hits(BF, W, sc, rad, o_obj, kind, alive):  # type: ignore[no-
     return hit & alive
 
 
+@intrinsic
+def _cttz(typingctx, m):  # type: ignore[no-untyped-def]
+    """Index of the lowest set bit of the int64 ``m`` (64 for 0)."""
+    if not isinstance(m, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        v = context.cast(builder, args[0], sig.args[0], types.int64)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)]),
+            "llvm.cttz.i64")
+        return builder.call(fn, [v, ir.Constant(ir.IntType(1), 0)])
+
+    return types.int64(m), codegen
+
+
+@njit(**_OPTS)
+def _link_object(BF, BI, W, RI, l, o, lx, ly, lz, alive, start, any_hit):  # type: ignore[no-untyped-def]
+    """Link ``l`` (bounding-sphere centre ``lx, ly, lz``) against world object ``o``, whose
+    circumscribed sphere it meets in some lane of ``alive``: the enclosing-box test, then its
+    spheres. Returns the lanes of ``alive`` still free (0 after a collision with ``any_hit``,
+    or if a helper failed)."""
+    _, o_sc, _, _, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+    Wn = BI[H_W]
+    ob = BI[H_OBJ] + o * OBJ_REC
+    pad = BF[BI[H_WPAD] + l * Wn + o]
+    rr = BF[BI[H_LRAD] + l] + pad
+    ok = True
+    if rr > 0.0:
+        if BF[ob + 23] != 0.0:
+            gap2 = _box_gap2_z(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
+                               BF[ob + 3], BF[ob + 4], BF[ob + 6], BF[ob + 7],
+                               BF[ob + 18], BF[ob + 19], BF[ob + 20])
+        else:
+            gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
+                             BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
+                             BF[ob + 8], BF[ob + 9], BF[ob + 10], BF[ob + 11],
+                             BF[ob + 18], BF[ob + 19], BF[ob + 20])
+        cand = alive & (gap2 < rr * rr)
+        if cand != 0:
+            ok = _inline_call_or(_pose_link_spheres, False, BF, BI, W, RI, l)
+            kind = BI[BI[H_OKIND] + o]
+            if kind == POINT_CLOUD:
+                # lane by lane through the cloud's index (a failed query counts as a hit)
+                for k in range(K):
+                    if (cand >> k) & 1 and _call_or(_cloud_lane_hits, True, BF, BI, W, l, k,
+                                                    ob, BI[H_OCLOUD] + 2 * o, pad):
+                        alive &= ~(1 << k)
+                        if any_hit:
+                            break
+            else:
+                o_srad, o_ls = BI[H_SRAD], BI[H_LSTART]
+                for s in range(BI[o_ls + l], BI[o_ls + l + 1]):
+                    alive &= ~_inline_call_or(_sphere_object_hits, -1, BF, W,
+                                              o_sc + s * 3 * K, BF[o_srad + s] + pad, ob, kind,
+                                              alive)
+                    if alive == 0 or (any_hit and alive != start):
+                        break
+    if not ok or (any_hit and alive != start):
+        alive = 0
+    held = BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
+    return alive if held >= 0 else 0
+
+
 @njit(**_OPTS)
 def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-untyped-def]
     """Validity of the 8 configurations in ``W`` (see the module docstring): the lanes of
@@ -491,8 +558,7 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
         if not ok:
             alive = 0
     # world
-    o_order, o_okind, o_obj, o_wpad, o_srad = BI[H_ORDER], BI[H_OKIND], BI[H_OBJ], BI[H_WPAD], \
-        BI[H_SRAD]
+    o_order, o_obj, o_wpad, o_srad = BI[H_ORDER], BI[H_OBJ], BI[H_WPAD], BI[H_SRAD]
     if Wn > 0 and alive != 0:
         for i in range(nl):
             l = BI[o_order + i]
@@ -500,61 +566,23 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
             ly = load(W, o_lc + l * 3 * K + K)
             lz = load(W, o_lc + l * 3 * K + 2 * K)
             rl = BF[o_lrad + l]
-            # squared distance of the link's bounding-sphere centre from the base origin
-            c2 = lx * lx + ly * ly + lz * lz
-            for o in range(Wn):
-                ob = o_obj + o * OBJ_REC
-                pad = BF[o_wpad + l * Wn + o]
-                rr = rl + pad
-                if rr <= 0.0:
-                    continue
-                # three culls, cheapest first, each a necessary condition for a contact: the
-                # object's enclosing box comes closer to the origin than the link reaches; the
-                # link's bounding sphere meets the box's circumscribed sphere; it meets the box
-                gap = BF[ob + 21] - rr  # |centre| must exceed this for the link to reach the box
-                if gap > 0.0 and (alive & (c2 > gap * gap)) == 0:
-                    continue
-                ex = lx - BF[ob + 15]
-                ey = ly - BF[ob + 16]
-                ez = lz - BF[ob + 17]
-                rb = rr + BF[ob + 22]
-                if (alive & ((ex * ex + ey * ey + ez * ez) < rb * rb)) == 0:
-                    continue
-                if BF[ob + 23] != 0.0:
-                    gap2 = _box_gap2_z(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
-                                       BF[ob + 3], BF[ob + 4], BF[ob + 6], BF[ob + 7],
-                                       BF[ob + 18], BF[ob + 19], BF[ob + 20])
-                else:
-                    gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
-                                     BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
-                                     BF[ob + 8], BF[ob + 9], BF[ob + 10], BF[ob + 11],
-                                     BF[ob + 18], BF[ob + 19], BF[ob + 20])
-                if (alive & (gap2 < rr * rr)) == 0:
-                    continue
-                ok = ok and _inline_call_or(_pose_link_spheres, False, BF, BI, W, RI, l)
-                kind = BI[o_okind + o]
-                if kind == POINT_CLOUD:
-                    # lane by lane through the cloud's index (a failed query counts as a hit)
-                    cand = alive & (gap2 < rr * rr)
-                    for k in range(K):
-                        if (cand >> k) & 1 and _call_or(_cloud_lane_hits, True, BF, BI, W, l, k,
-                                                        ob, BI[H_OCLOUD] + 2 * o, pad):
-                            alive &= ~(1 << k)
-                            if any_hit:
-                                break
-                    if not ok or (any_hit and alive != start):
-                        alive = 0
-                    if alive == 0:
-                        break
-                    continue
-                for s in range(BI[o_ls + l], BI[o_ls + l + 1]):
-                    alive &= ~_inline_call_or(_sphere_object_hits, -1, BF, W,
-                                              o_sc + s * 3 * K, BF[o_srad + s] + pad, ob, kind,
-                                              alive)
-                    if alive == 0 or (any_hit and alive != start):
-                        break
-                if not ok or (any_hit and alive != start):
-                    alive = 0
+            # objects whose circumscribed sphere the link's bounding sphere meets in some lane,
+            # 64 at a time, in a loop without branches (most links are near few objects); then
+            # the box test and the spheres for those only
+            for o64 in range(0, Wn, 64):
+                cand = 0
+                for o in range(o64, min(o64 + 64, Wn)):
+                    ob = o_obj + o * OBJ_REC
+                    ex = lx - BF[ob + 15]
+                    ey = ly - BF[ob + 16]
+                    ez = lz - BF[ob + 17]
+                    rb = rl + BF[o_wpad + l * Wn + o] + BF[ob + 22]
+                    cand |= ((alive & ((ex * ex + ey * ey + ez * ez) < rb * rb)) != 0) << (o - o64)
+                while cand != 0 and alive != 0:
+                    o = o64 + _cttz(cand)
+                    cand &= cand - 1
+                    alive = _inline_call_or(_link_object, 0, BF, BI, W, RI, l, o, lx, ly, lz, alive,
+                                            start, any_hit)
                 if alive == 0:
                     break
             if alive == 0:
