@@ -49,7 +49,9 @@ from .scene import PairArrays, RobotArrays, WorldArrays
 
 __all__ = [
     "LANES",
+    "BlockRobot",
     "BlockScene",
+    "block_robot",
     "block_scene",
     "block_valid",
     "block_workspace",
@@ -107,16 +109,30 @@ def _z_to(axis: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.eye(3) + s * Kx + (1.0 - c) * (Kx @ Kx)
 
 
-def block_scene(
-    kin: KinematicArrays, rs: RobotArrays, ws: WorldArrays, pr: PairArrays
-) -> Optional[BlockScene]:
-    """Flatten a scene for the blocked kernels, or None when it is not supported (see the
-    module docstring): callers then use the scalar kernels."""
+class BlockRobot(NamedTuple):
+    """The robot part of a block scene (frames, spheres, link bounds; see the module
+    docstring), independent of the world: computed once per robot geometry."""
+
+    n: int
+    fpar: NDArray[np.int64]
+    fq: NDArray[np.int64]
+    ftype: NDArray[np.int64]
+    C: NDArray[np.float64]  # (nf, 12)
+    fscale: NDArray[np.float64]
+    foff: NDArray[np.float64]
+    frame_of: NDArray[np.int64]  # (L,) frame of each link
+    sframe: NDArray[np.int64]  # (S,)
+    scen: NDArray[np.float64]  # (S, 3) frame coordinates
+    srad: NDArray[np.float64]
+    lcen: NDArray[np.float64]  # (L, 3) frame coordinates
+    lrad: NDArray[np.float64]
+    order: NDArray[np.int64]  # links with spheres, distal first
+
+
+def block_robot(kin: KinematicArrays, rs: RobotArrays) -> Optional[BlockRobot]:
+    """The robot part of :func:`block_scene`, or None when the robot is not supported."""
     S = len(rs.kind)
     if S == 0 or np.any(rs.kind != SPHERE):
-        return None
-    W = len(ws.kind)
-    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, CYLINDER, POINT_CLOUD))):
         return None
     parent, jtype, origin, axis = (np.asarray(a) for a in (kin.parent, kin.jtype, kin.origin,
                                                            kin.axis))
@@ -147,49 +163,72 @@ def block_scene(
         foff.append(float(kin.offset[i]))
         frame_of[i] = len(fpar) - 1
         X[i] = M.T
-    nf = len(fpar)
     # spheres (robot shapes are sorted by link) and link bounds, in frame coordinates
-    sframe = frame_of[rs.link]
     Xs = X[rs.link]
     scen = np.einsum("sij,sj->si", Xs[:, :3, :3], rs.local[:, :3, 3]) + Xs[:, :3, 3]
-    srad = np.asarray(rs.params[:, 0], dtype=float)
     lcen = np.einsum("lij,lj->li", X[:, :3, :3], rs.bound_center) + X[:, :3, 3]
-    lrad = np.asarray(rs.bound_radius, dtype=float)
     has = np.diff(rs.link_start) > 0
-    order = np.flatnonzero(has)[::-1]  # world phase: distal links first (they collide most)
-    # world objects
-    obj = np.zeros((W, OBJ_REC))
-    for o in range(W):
-        R = ws.pose[o, :3, :3]
-        obj[o, 0:3] = ws.pose[o, :3, 3]
-        obj[o, 3:12] = R.reshape(9)
-        obj[o, 12:15] = ws.params[o, :3]
-        obj[o, 15:18] = ws.box[9:12, o]
-        obj[o, 18:21] = ws.box[12:15, o]
-        excess = np.maximum(np.abs(R.T @ -ws.box[9:12, o]) - ws.box[12:15, o], 0.0)
-        obj[o, 21] = np.sqrt(excess @ excess)
-        obj[o, 22] = np.linalg.norm(ws.box[12:15, o])
-        obj[o, 23] = float(R[2, 2] == 1.0 and R[0, 2] == 0.0 and R[1, 2] == 0.0
-                           and R[2, 0] == 0.0 and R[2, 1] == 0.0)
-        if not np.allclose(ws.box[0:9, o], R.reshape(9)):
+    return BlockRobot(
+        n, np.asarray(fpar, dtype=np.int64), np.asarray(fq, dtype=np.int64),
+        np.asarray(ftype, dtype=np.int64), np.asarray(C).reshape(len(fpar), 12),
+        np.asarray(fscale), np.asarray(foff), frame_of, frame_of[rs.link], scen,
+        np.asarray(rs.params[:, 0], dtype=float), lcen,
+        np.asarray(rs.bound_radius, dtype=float), np.flatnonzero(has)[::-1].copy(),
+    )
+
+
+def block_scene(
+    kin: KinematicArrays, rs: RobotArrays, ws: WorldArrays, pr: PairArrays,
+    robot: Optional[BlockRobot] = None,
+) -> Optional[BlockScene]:
+    """Flatten a scene for the blocked kernels, or None when it is not supported (see the
+    module docstring): callers then use the scalar kernels. ``robot``: :func:`block_robot`
+    of ``kin, rs`` if already computed."""
+    if robot is None:
+        robot = block_robot(kin, rs)
+        if robot is None:
             return None
-        if ws.kind[o] in (BOX, CYLINDER, POINT_CLOUD) and np.any(
-                srad + pr.world_pad[rs.link, o] <= 0.0):
+    W = len(ws.kind)
+    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, CYLINDER, POINT_CLOUD))):
+        return None
+    S = len(rs.kind)
+    L = len(rs.link_start) - 1
+    srad = robot.srad
+    # world objects, one record each
+    R = np.asarray(ws.pose[:, :3, :3])
+    box = np.asarray(ws.box)
+    if not np.allclose(box[0:9].T, R.reshape(W, 9)):
+        return None
+    if W:
+        narrow = np.isin(ws.kind, (BOX, CYLINDER, POINT_CLOUD))
+        if np.any((srad[:, None] + np.asarray(pr.world_pad)[rs.link][:, narrow]) <= 0.0):
             return None  # (negative radii; the scalar kernel hands these to GJK/EPA)
+    obj = np.zeros((W, OBJ_REC))
+    obj[:, 0:3] = ws.pose[:, :3, 3]
+    obj[:, 3:12] = R.reshape(W, 9)
+    obj[:, 12:15] = ws.params[:, :3]
+    obj[:, 15:18] = box[9:12].T
+    obj[:, 18:21] = box[12:15].T
+    excess = np.maximum(np.abs(np.einsum("wji,wj->wi", R, -box[9:12].T)) - box[12:15].T, 0.0)
+    obj[:, 21] = np.sqrt(np.sum(excess * excess, axis=1))
+    obj[:, 22] = np.linalg.norm(box[12:15].T, axis=1)
+    obj[:, 23] = ((R[:, 2, 2] == 1.0) & (R[:, 0, 2] == 0.0) & (R[:, 1, 2] == 0.0)
+                  & (R[:, 2, 0] == 0.0) & (R[:, 2, 1] == 0.0))
     wpad = np.ascontiguousarray(pr.world_pad, dtype=float).reshape(L * W)
     P = len(pr.self_a)
+    nf = len(robot.fpar)
     ints = [
-        np.asarray(fpar), np.asarray(fq), np.asarray(ftype), sframe, frame_of,
-        np.asarray(rs.link_start), order, np.asarray(ws.kind), np.asarray(pr.self_a),
+        robot.fpar, robot.fq, robot.ftype, robot.sframe, robot.frame_of,
+        np.asarray(rs.link_start), robot.order, np.asarray(ws.kind), np.asarray(pr.self_a),
         np.asarray(pr.self_b), np.asarray(ws.cloud).reshape(W * 2), np.asarray(ws.cloud_i),
     ]
     floats = [
-        np.asarray(C).reshape(nf * 12), np.asarray(fscale), np.asarray(foff),
-        scen.reshape(S * 3), srad, lcen.reshape(L * 3), lrad, obj.reshape(W * OBJ_REC), wpad,
+        robot.C.reshape(nf * 12), robot.fscale, robot.foff, robot.scen.reshape(S * 3), srad,
+        robot.lcen.reshape(L * 3), robot.lrad, obj.reshape(W * OBJ_REC), wpad,
         np.asarray(pr.self_pad, dtype=float), np.arange(K, dtype=float), np.asarray(ws.cloud_f),
     ]
     head = np.zeros(_HEADER, dtype=np.int64)
-    head[[H_N, H_NF, H_S, H_L, H_W, H_P, H_NL]] = n, nf, S, L, W, P, len(order)
+    head[[H_N, H_NF, H_S, H_L, H_W, H_P, H_NL]] = robot.n, nf, S, L, W, P, len(robot.order)
     off = _HEADER
     for k, a in enumerate(ints):
         head[H_FPAR + k] = off
