@@ -32,7 +32,10 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir  # type: ignore[import-untyped]
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numpy.typing import NDArray
 
 from ..geometry.cloud_index import cloud_sphere_exact, cloud_sphere_maybe
@@ -46,7 +49,9 @@ from .scene import PairArrays, RobotArrays, WorldArrays
 
 __all__ = [
     "LANES",
+    "BlockRobot",
     "BlockScene",
+    "block_robot",
     "block_scene",
     "block_valid",
     "block_workspace",
@@ -104,16 +109,30 @@ def _z_to(axis: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.eye(3) + s * Kx + (1.0 - c) * (Kx @ Kx)
 
 
-def block_scene(
-    kin: KinematicArrays, rs: RobotArrays, ws: WorldArrays, pr: PairArrays
-) -> Optional[BlockScene]:
-    """Flatten a scene for the blocked kernels, or None when it is not supported (see the
-    module docstring): callers then use the scalar kernels."""
+class BlockRobot(NamedTuple):
+    """The robot part of a block scene (frames, spheres, link bounds; see the module
+    docstring), independent of the world: computed once per robot geometry."""
+
+    n: int
+    fpar: NDArray[np.int64]
+    fq: NDArray[np.int64]
+    ftype: NDArray[np.int64]
+    C: NDArray[np.float64]  # (nf, 12)
+    fscale: NDArray[np.float64]
+    foff: NDArray[np.float64]
+    frame_of: NDArray[np.int64]  # (L,) frame of each link
+    sframe: NDArray[np.int64]  # (S,)
+    scen: NDArray[np.float64]  # (S, 3) frame coordinates
+    srad: NDArray[np.float64]
+    lcen: NDArray[np.float64]  # (L, 3) frame coordinates
+    lrad: NDArray[np.float64]
+    order: NDArray[np.int64]  # links with spheres, distal first
+
+
+def block_robot(kin: KinematicArrays, rs: RobotArrays) -> Optional[BlockRobot]:
+    """The robot part of :func:`block_scene`, or None when the robot is not supported."""
     S = len(rs.kind)
     if S == 0 or np.any(rs.kind != SPHERE):
-        return None
-    W = len(ws.kind)
-    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, CYLINDER, POINT_CLOUD))):
         return None
     parent, jtype, origin, axis = (np.asarray(a) for a in (kin.parent, kin.jtype, kin.origin,
                                                            kin.axis))
@@ -144,49 +163,72 @@ def block_scene(
         foff.append(float(kin.offset[i]))
         frame_of[i] = len(fpar) - 1
         X[i] = M.T
-    nf = len(fpar)
     # spheres (robot shapes are sorted by link) and link bounds, in frame coordinates
-    sframe = frame_of[rs.link]
     Xs = X[rs.link]
     scen = np.einsum("sij,sj->si", Xs[:, :3, :3], rs.local[:, :3, 3]) + Xs[:, :3, 3]
-    srad = np.asarray(rs.params[:, 0], dtype=float)
     lcen = np.einsum("lij,lj->li", X[:, :3, :3], rs.bound_center) + X[:, :3, 3]
-    lrad = np.asarray(rs.bound_radius, dtype=float)
     has = np.diff(rs.link_start) > 0
-    order = np.flatnonzero(has)[::-1]  # world phase: distal links first (they collide most)
-    # world objects
-    obj = np.zeros((W, OBJ_REC))
-    for o in range(W):
-        R = ws.pose[o, :3, :3]
-        obj[o, 0:3] = ws.pose[o, :3, 3]
-        obj[o, 3:12] = R.reshape(9)
-        obj[o, 12:15] = ws.params[o, :3]
-        obj[o, 15:18] = ws.box[9:12, o]
-        obj[o, 18:21] = ws.box[12:15, o]
-        excess = np.maximum(np.abs(R.T @ -ws.box[9:12, o]) - ws.box[12:15, o], 0.0)
-        obj[o, 21] = np.sqrt(excess @ excess)
-        obj[o, 22] = np.linalg.norm(ws.box[12:15, o])
-        obj[o, 23] = float(R[2, 2] == 1.0 and R[0, 2] == 0.0 and R[1, 2] == 0.0
-                           and R[2, 0] == 0.0 and R[2, 1] == 0.0)
-        if not np.allclose(ws.box[0:9, o], R.reshape(9)):
+    return BlockRobot(
+        n, np.asarray(fpar, dtype=np.int64), np.asarray(fq, dtype=np.int64),
+        np.asarray(ftype, dtype=np.int64), np.asarray(C).reshape(len(fpar), 12),
+        np.asarray(fscale), np.asarray(foff), frame_of, frame_of[rs.link], scen,
+        np.asarray(rs.params[:, 0], dtype=float), lcen,
+        np.asarray(rs.bound_radius, dtype=float), np.flatnonzero(has)[::-1].copy(),
+    )
+
+
+def block_scene(
+    kin: KinematicArrays, rs: RobotArrays, ws: WorldArrays, pr: PairArrays,
+    robot: Optional[BlockRobot] = None,
+) -> Optional[BlockScene]:
+    """Flatten a scene for the blocked kernels, or None when it is not supported (see the
+    module docstring): callers then use the scalar kernels. ``robot``: :func:`block_robot`
+    of ``kin, rs`` if already computed."""
+    if robot is None:
+        robot = block_robot(kin, rs)
+        if robot is None:
             return None
-        if ws.kind[o] in (BOX, CYLINDER, POINT_CLOUD) and np.any(
-                srad + pr.world_pad[rs.link, o] <= 0.0):
+    W = len(ws.kind)
+    if W and not np.all(np.isin(ws.kind, (SPHERE, CAPSULE, BOX, CYLINDER, POINT_CLOUD))):
+        return None
+    S = len(rs.kind)
+    L = len(rs.link_start) - 1
+    srad = robot.srad
+    # world objects, one record each
+    R = np.asarray(ws.pose[:, :3, :3])
+    box = np.asarray(ws.box)
+    if not np.allclose(box[0:9].T, R.reshape(W, 9)):
+        return None
+    if W:
+        narrow = np.isin(ws.kind, (BOX, CYLINDER, POINT_CLOUD))
+        if np.any((srad[:, None] + np.asarray(pr.world_pad)[rs.link][:, narrow]) <= 0.0):
             return None  # (negative radii; the scalar kernel hands these to GJK/EPA)
+    obj = np.zeros((W, OBJ_REC))
+    obj[:, 0:3] = ws.pose[:, :3, 3]
+    obj[:, 3:12] = R.reshape(W, 9)
+    obj[:, 12:15] = ws.params[:, :3]
+    obj[:, 15:18] = box[9:12].T
+    obj[:, 18:21] = box[12:15].T
+    excess = np.maximum(np.abs(np.einsum("wji,wj->wi", R, -box[9:12].T)) - box[12:15].T, 0.0)
+    obj[:, 21] = np.sqrt(np.sum(excess * excess, axis=1))
+    obj[:, 22] = np.linalg.norm(box[12:15].T, axis=1)
+    obj[:, 23] = ((R[:, 2, 2] == 1.0) & (R[:, 0, 2] == 0.0) & (R[:, 1, 2] == 0.0)
+                  & (R[:, 2, 0] == 0.0) & (R[:, 2, 1] == 0.0))
     wpad = np.ascontiguousarray(pr.world_pad, dtype=float).reshape(L * W)
     P = len(pr.self_a)
+    nf = len(robot.fpar)
     ints = [
-        np.asarray(fpar), np.asarray(fq), np.asarray(ftype), sframe, frame_of,
-        np.asarray(rs.link_start), order, np.asarray(ws.kind), np.asarray(pr.self_a),
+        robot.fpar, robot.fq, robot.ftype, robot.sframe, robot.frame_of,
+        np.asarray(rs.link_start), robot.order, np.asarray(ws.kind), np.asarray(pr.self_a),
         np.asarray(pr.self_b), np.asarray(ws.cloud).reshape(W * 2), np.asarray(ws.cloud_i),
     ]
     floats = [
-        np.asarray(C).reshape(nf * 12), np.asarray(fscale), np.asarray(foff),
-        scen.reshape(S * 3), srad, lcen.reshape(L * 3), lrad, obj.reshape(W * OBJ_REC), wpad,
+        robot.C.reshape(nf * 12), robot.fscale, robot.foff, robot.scen.reshape(S * 3), srad,
+        robot.lcen.reshape(L * 3), robot.lrad, obj.reshape(W * OBJ_REC), wpad,
         np.asarray(pr.self_pad, dtype=float), np.arange(K, dtype=float), np.asarray(ws.cloud_f),
     ]
     head = np.zeros(_HEADER, dtype=np.int64)
-    head[[H_N, H_NF, H_S, H_L, H_W, H_P, H_NL]] = n, nf, S, L, W, P, len(order)
+    head[[H_N, H_NF, H_S, H_L, H_W, H_P, H_NL]] = robot.n, nf, S, L, W, P, len(robot.order)
     off = _HEADER
     for k, a in enumerate(ints):
         head[H_FPAR + k] = off
@@ -459,6 +501,70 @@ def _sphere_object_hits(BF, W, sc, rad, o_obj, kind, alive):  # type: ignore[no-
     return hit & alive
 
 
+@intrinsic
+def _cttz(typingctx, m):  # type: ignore[no-untyped-def]
+    """Index of the lowest set bit of the int64 ``m`` (64 for 0)."""
+    if not isinstance(m, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        v = context.cast(builder, args[0], sig.args[0], types.int64)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)]),
+            "llvm.cttz.i64")
+        return builder.call(fn, [v, ir.Constant(ir.IntType(1), 0)])
+
+    return types.int64(m), codegen
+
+
+@njit(**_OPTS)
+def _link_object(BF, BI, W, RI, l, o, lx, ly, lz, alive, start, any_hit):  # type: ignore[no-untyped-def]
+    """Link ``l`` (bounding-sphere centre ``lx, ly, lz``) against world object ``o``, whose
+    circumscribed sphere it meets in some lane of ``alive``: the enclosing-box test, then its
+    spheres. Returns the lanes of ``alive`` still free (0 after a collision with ``any_hit``,
+    or if a helper failed)."""
+    _, o_sc, _, _, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
+    Wn = BI[H_W]
+    ob = BI[H_OBJ] + o * OBJ_REC
+    pad = BF[BI[H_WPAD] + l * Wn + o]
+    rr = BF[BI[H_LRAD] + l] + pad
+    ok = True
+    if rr > 0.0:
+        if BF[ob + 23] != 0.0:
+            gap2 = _box_gap2_z(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
+                               BF[ob + 3], BF[ob + 4], BF[ob + 6], BF[ob + 7],
+                               BF[ob + 18], BF[ob + 19], BF[ob + 20])
+        else:
+            gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
+                             BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
+                             BF[ob + 8], BF[ob + 9], BF[ob + 10], BF[ob + 11],
+                             BF[ob + 18], BF[ob + 19], BF[ob + 20])
+        cand = alive & (gap2 < rr * rr)
+        if cand != 0:
+            ok = _inline_call_or(_pose_link_spheres, False, BF, BI, W, RI, l)
+            kind = BI[BI[H_OKIND] + o]
+            if kind == POINT_CLOUD:
+                # lane by lane through the cloud's index (a failed query counts as a hit)
+                for k in range(K):
+                    if (cand >> k) & 1 and _call_or(_cloud_lane_hits, True, BF, BI, W, l, k,
+                                                    ob, BI[H_OCLOUD] + 2 * o, pad):
+                        alive &= ~(1 << k)
+                        if any_hit:
+                            break
+            else:
+                o_srad, o_ls = BI[H_SRAD], BI[H_LSTART]
+                for s in range(BI[o_ls + l], BI[o_ls + l + 1]):
+                    alive &= ~_inline_call_or(_sphere_object_hits, -1, BF, W,
+                                              o_sc + s * 3 * K, BF[o_srad + s] + pad, ob, kind,
+                                              alive)
+                    if alive == 0 or (any_hit and alive != start):
+                        break
+    if not ok or (any_hit and alive != start):
+        alive = 0
+    held = BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
+    return alive if held >= 0 else 0
+
+
 @njit(**_OPTS)
 def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-untyped-def]
     """Validity of the 8 configurations in ``W`` (see the module docstring): the lanes of
@@ -491,8 +597,7 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
         if not ok:
             alive = 0
     # world
-    o_order, o_okind, o_obj, o_wpad, o_srad = BI[H_ORDER], BI[H_OKIND], BI[H_OBJ], BI[H_WPAD], \
-        BI[H_SRAD]
+    o_order, o_obj, o_wpad, o_srad = BI[H_ORDER], BI[H_OBJ], BI[H_WPAD], BI[H_SRAD]
     if Wn > 0 and alive != 0:
         for i in range(nl):
             l = BI[o_order + i]
@@ -500,61 +605,23 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
             ly = load(W, o_lc + l * 3 * K + K)
             lz = load(W, o_lc + l * 3 * K + 2 * K)
             rl = BF[o_lrad + l]
-            # squared distance of the link's bounding-sphere centre from the base origin
-            c2 = lx * lx + ly * ly + lz * lz
-            for o in range(Wn):
-                ob = o_obj + o * OBJ_REC
-                pad = BF[o_wpad + l * Wn + o]
-                rr = rl + pad
-                if rr <= 0.0:
-                    continue
-                # three culls, cheapest first, each a necessary condition for a contact: the
-                # object's enclosing box comes closer to the origin than the link reaches; the
-                # link's bounding sphere meets the box's circumscribed sphere; it meets the box
-                gap = BF[ob + 21] - rr  # |centre| must exceed this for the link to reach the box
-                if gap > 0.0 and (alive & (c2 > gap * gap)) == 0:
-                    continue
-                ex = lx - BF[ob + 15]
-                ey = ly - BF[ob + 16]
-                ez = lz - BF[ob + 17]
-                rb = rr + BF[ob + 22]
-                if (alive & ((ex * ex + ey * ey + ez * ez) < rb * rb)) == 0:
-                    continue
-                if BF[ob + 23] != 0.0:
-                    gap2 = _box_gap2_z(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
-                                       BF[ob + 3], BF[ob + 4], BF[ob + 6], BF[ob + 7],
-                                       BF[ob + 18], BF[ob + 19], BF[ob + 20])
-                else:
-                    gap2 = _box_gap2(lx, ly, lz, BF[ob + 15], BF[ob + 16], BF[ob + 17],
-                                     BF[ob + 3], BF[ob + 4], BF[ob + 5], BF[ob + 6], BF[ob + 7],
-                                     BF[ob + 8], BF[ob + 9], BF[ob + 10], BF[ob + 11],
-                                     BF[ob + 18], BF[ob + 19], BF[ob + 20])
-                if (alive & (gap2 < rr * rr)) == 0:
-                    continue
-                ok = ok and _inline_call_or(_pose_link_spheres, False, BF, BI, W, RI, l)
-                kind = BI[o_okind + o]
-                if kind == POINT_CLOUD:
-                    # lane by lane through the cloud's index (a failed query counts as a hit)
-                    cand = alive & (gap2 < rr * rr)
-                    for k in range(K):
-                        if (cand >> k) & 1 and _call_or(_cloud_lane_hits, True, BF, BI, W, l, k,
-                                                        ob, BI[H_OCLOUD] + 2 * o, pad):
-                            alive &= ~(1 << k)
-                            if any_hit:
-                                break
-                    if not ok or (any_hit and alive != start):
-                        alive = 0
-                    if alive == 0:
-                        break
-                    continue
-                for s in range(BI[o_ls + l], BI[o_ls + l + 1]):
-                    alive &= ~_inline_call_or(_sphere_object_hits, -1, BF, W,
-                                              o_sc + s * 3 * K, BF[o_srad + s] + pad, ob, kind,
-                                              alive)
-                    if alive == 0 or (any_hit and alive != start):
-                        break
-                if not ok or (any_hit and alive != start):
-                    alive = 0
+            # objects whose circumscribed sphere the link's bounding sphere meets in some lane,
+            # 64 at a time, in a loop without branches (most links are near few objects); then
+            # the box test and the spheres for those only
+            for o64 in range(0, Wn, 64):
+                cand = 0
+                for o in range(o64, min(o64 + 64, Wn)):
+                    ob = o_obj + o * OBJ_REC
+                    ex = lx - BF[ob + 15]
+                    ey = ly - BF[ob + 16]
+                    ez = lz - BF[ob + 17]
+                    rb = rl + BF[o_wpad + l * Wn + o] + BF[ob + 22]
+                    cand |= ((alive & ((ex * ex + ey * ey + ez * ez) < rb * rb)) != 0) << (o - o64)
+                while cand != 0 and alive != 0:
+                    o = o64 + _cttz(cand)
+                    cand &= cand - 1
+                    alive = _inline_call_or(_link_object, 0, BF, BI, W, RI, l, o, lx, ly, lz, alive,
+                                            start, any_hit)
                 if alive == 0:
                     break
             if alive == 0:

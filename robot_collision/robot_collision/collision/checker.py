@@ -27,9 +27,11 @@ from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
 from .block_kernels import (
+    BlockRobot,
     BlockScene,
     batch_valid_blocked,
     batch_valid_blocked_parallel,
+    block_robot,
     block_scene,
     block_workspace,
     edge_valid_blocked,
@@ -97,6 +99,7 @@ class CollisionChecker:
         self._default_pad, self._pair_pad = self._parse_padding(padding)
         self._enabled = self._enabled_matrix(skip, use_srdf)
         self._rs: Optional[RobotArrays] = None
+        self._block_robot: Optional[BlockRobot] = None
         self._version = -1
         self._world_key: Optional[tuple[int, ...]] = None
         self._world: Optional[WorldArrays] = None
@@ -170,6 +173,7 @@ class CollisionChecker:
             return
         rs = robot_arrays(self.robot)
         self._rs = rs
+        self._block_robot = block_robot(self.robot.kin, rs)  # None: scalar kernels only
         self._version = self.robot.geometry_version
         counts = np.diff(rs.link_start)
         names = self.robot.link_names
@@ -231,7 +235,8 @@ class CollisionChecker:
             self._world_objs = objs  # keep ids alive
             assert self._rs is not None
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
-            block = block_scene(self.robot.kin, self._rs, ws, self._pairs)
+            block = (block_scene(self.robot.kin, self._rs, ws, self._pairs, self._block_robot)
+                     if self._block_robot is not None else None)
             self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
                                  self._version)
         assert self._scene is not None
