@@ -84,13 +84,21 @@ set -u
 # ---------------------------------------------------------------------- 4. launch + probe
 say "ros2 launch (mock arm, no robot_state_publisher) + probe (ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
 LAUNCH_LOG=$WORK/launch.log
-set -m  # ros2 launch in the background with job control: SIGINT reaches it (see shared README)
+# ros2 launch in the background, in its own process group (set -m), with SIGINT at its default
+# disposition: bash starts background jobs of a non-interactive shell with SIGINT ignored (see
+# the shared README), and a caller that was itself started in the background (nohup, `cmd &`)
+# passes an ignored SIGINT down, which bash cannot undo. The python3 line resets it and execs
+# the command (a Python started with SIGINT ignored keeps ignoring it).
+set -m
 launch_t0=$(date +%s.%N)
+python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' \
 ros2 launch robot_collision robot_collision.launch.py \
   use_mock_hardware:=true use_robot_state_publisher:=false > "$LAUNCH_LOG" 2>&1 &
 LAUNCH_PID=$!
 set +m
-stop_launch() { kill -INT "$LAUNCH_PID" 2>/dev/null || true; }
+stop_launch() { kill -INT -- -"$LAUNCH_PID" 2>/dev/null || true; }
 trap 'stop_launch; sleep 3; kill -KILL -- -"$LAUNCH_PID" 2>/dev/null || true' EXIT
 fail=()
 probe_rc=0
@@ -113,7 +121,14 @@ ros2 daemon stop > /dev/null 2>&1 || true
 # ---------------------------------------------------------------------- 5. Ctrl-C
 say "SIGINT to ros2 launch"
 stop_t0=$(date +%s.%N)
-kill -INT "$LAUNCH_PID" 2>/dev/null || true
+# what Ctrl-C in its terminal does: SIGINT to the whole process group (launch and its nodes;
+# launch then signals the nodes once more)
+kill -INT -- -"$LAUNCH_PID" 2>/dev/null || true
+for _ in $(seq 150); do kill -0 "$LAUNCH_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$LAUNCH_PID" 2>/dev/null; then
+  fail+=("ros2 launch still running 15 s after SIGINT (killed)")
+  kill -KILL -- -"$LAUNCH_PID" 2>/dev/null || true
+fi
 launch_rc=0
 wait "$LAUNCH_PID" || launch_rc=$?
 trap - EXIT
