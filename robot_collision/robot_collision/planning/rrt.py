@@ -78,6 +78,7 @@ from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import fk_into
 from ..model.robot_model import RobotModel
+from ..simd import LANES as _LANES
 from ..simd import lane as _lane
 from ..simd import load as _load
 from ..simd import select as _select
@@ -132,8 +133,8 @@ _NO_RADIUS = 1e300
 _DD_MAX_REJECTS = 1000
 # the goal-region parameters of a run towards a configuration (read only)
 _NO_REGION = np.zeros(44)
-# lane numbers 0..7 (read only)
-_IOTA = np.arange(8, dtype=np.float64)
+# lane numbers 0..LANES-1 (read only)
+_IOTA = np.arange(_LANES, dtype=np.float64)
 
 
 # ------------------------------------------------------------------------------------------
@@ -286,14 +287,14 @@ def _diff_into(a, b, cont, has_cont, out):  # type: ignore[no-untyped-def]
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, error_model="numpy")
 def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
     """Index of the node nearest to ``q`` among the first ``m`` of a tree stored joint-major in
-    ``treeT`` (n * cap,): joint j of node i at ``j * cap + i``, cap a multiple of 8. Eight
-    nodes per step in SIMD lanes; ties go to the lowest index."""
+    ``treeT`` (n * cap,): joint j of node i at ``j * cap + i``, cap a multiple of
+    ``simd.LANES``: that many nodes per step in SIMD lanes; ties go to the lowest index."""
     n = q.shape[0]
     cap = treeT.shape[0] // n
     iota = _load(_IOTA, 0)
     best = _splat(_NO_RADIUS)
     bidx = _splat(0.0)
-    for i0 in range(0, m, 8):
+    for i0 in range(0, m, _LANES):
         acc = _splat(0.0)
         for j in range(n):
             d = q[j] - _load(treeT, j * cap + i0)
@@ -306,7 +307,7 @@ def _nearest(treeT, m, q, cont, has_cont):  # type: ignore[no-untyped-def]
         bidx = _select(better, idx, bidx)
     bd = _NO_RADIUS
     bi = 0
-    for k in range(8):
+    for k in range(_LANES):
         dk = _lane(best, k)
         ik = int(_lane(bidx, k))
         if dk < bd or (dk == bd and ik < bi):
@@ -1147,7 +1148,7 @@ class BiRRT:
             cont = self._cont()
             step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
             max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
-            cap = 8 * ((max(1024, 4 * max_add) + 7) // 8)  # (a multiple of 8: _nearest)
+            cap = _LANES * ((max(1024, 4 * max_add) + _LANES - 1) // _LANES)  # (_nearest)
             fpar = np.array([o.max_connection_distance, o.validation_distance,
                              o.workspace_goal_region_bias, o.ik_position_tolerance,
                              o.ik_orientation_tolerance, o.dynamic_domain_radius,
@@ -1169,13 +1170,13 @@ class BiRRT:
         slo, shi = self._sampling_bounds()
         q = np.clip(np.zeros(n), slo, shi)
         rng, _ = new_rng_state(0)
-        nodes = np.zeros((2, 8, n))
+        nodes = np.zeros((2, _LANES, n))
         nodes[:, 0] = q
         size = np.ones(2, dtype=np.int64)
         ipar = np.zeros(10, dtype=np.int64)  # max_iterations = 0: returns at once
-        _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, 8 * n)), np.full((2, 8), -1, dtype=np.int64),
-                   np.full((2, 8), _NO_RADIUS), size, np.zeros(_NSTATE, dtype=np.int64), rng, slo,
-                   shi, cont,
+        _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, _LANES * n)),
+                   np.full((2, _LANES), -1, dtype=np.int64), np.full((2, _LANES), _NO_RADIUS),
+                   size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
                    np.ones(8), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
         _goal_samples(F, I, np.zeros(44), 1, slo, shi, cont, True, 0, 1, 1e-5, 1e-4, rng,
                       np.empty(n))

@@ -19,6 +19,16 @@ import numpy as np
 
 __all__ = ["WARM_UP_PARTS", "KernelCacheStats", "kernel_cache_stats", "warm_up"]
 
+# a robot made of spheres: scenes with it run on the 8-configuration kernels
+# (collision.block_kernels), which the default robot (capsules, boxes) never reaches
+_SPHERE_ROBOT = """<robot name="spheres">
+  <link name="base"><collision><geometry><sphere radius="0.05"/></geometry></collision></link>
+  <link name="arm"><collision><origin xyz="0.2 0 0"/><geometry><sphere radius="0.04"/>
+    </geometry></collision></link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+</robot>"""
+
 
 @dataclass(frozen=True)
 class KernelCacheStats:
@@ -129,6 +139,17 @@ def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
         time_parameterize(path, robot, checker=checker, world=world)
         solve_ik(robot, robot.link_transforms(goal)["tool"], "tool", q0, checker=checker,
                  world=world)
+        # the 8-configuration kernels (robots made of spheres only)
+        from .. import RobotModel
+
+        blocked = CollisionChecker(RobotModel.from_urdf(_SPHERE_ROBOT))
+        near = [*world[:4], world[-1]]
+        Qs = np.linspace(-3.0, 3.0, PARALLEL_BATCH_MIN)[:, None]
+        blocked.is_valid(Qs[0], near)
+        blocked.is_valid_batch(Qs, near)
+        blocked.is_valid_batch(Qs[:8], near)
+        blocked.is_motion_valid(Qs[0], Qs[-1], near)
+        BiRRT(blocked, RRTOptions(seed=1), world=near).plan(Qs[10], Qs[-10])
     if "collision" in parts:
         from ..collision.self_filter import robot_filter
         from ..control.velocity_filter import VelocityFilter
