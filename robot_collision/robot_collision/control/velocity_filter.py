@@ -366,14 +366,23 @@ class VelocityFilter:
         self._update_protection()
 
     # ------------------------------------------------------------------ configuration
-    def set_world(self, world: Sequence[WorldObject]) -> None:
-        """Replace the obstacles (base frame)."""
+    def set_world(self, world: Sequence[WorldObject], keep_witnesses: bool = False) -> None:
+        """Replace the obstacles (base frame).
+
+        The remembered witnesses (see "Several witnesses per pair" in the module docstring)
+        are forgotten, since world object indices may now name other objects, unless
+        ``keep_witnesses``: the new objects are new measurements of the previous ones, in the
+        same order (a camera's next cloud of the same scene). A sensor refreshes its cloud
+        several times a second; forgetting every time, the filter lost the witnesses that
+        hold a command pressing into the sensed surface at rest, and the arm jerked along
+        the surface for a few ticks after every refresh (see :class:`_WitnessMemory`)."""
         objs = list(world)
         for o in objs:
             if not isinstance(o, WorldObject):
                 raise ConfigurationError(f"world must hold WorldObject, got {type(o).__name__}")
         self._world = objs
-        self._memory.clear()  # world object indices may now name other objects
+        if not keep_witnesses:
+            self._memory.clear()
 
     def reset(self) -> None:
         """Forget the state carried between ticks: the remembered witnesses, and the previous
@@ -665,6 +674,14 @@ class _WitnessMemory:
     minimum by ``_PLAUSIBLE``, when its pair leaves the table, or when the current witness of
     the pair is within ``_SAME_WITNESS`` of it (the current row replaces it). Extra rows only add
     constraints on real points of the robot; the current rows (exact) keep the guarantee.
+
+    Across a refresh of a sensed object (``set_world(..., keep_witnesses=True)``: the next
+    cloud of a camera) a remembered point of the old cloud stands for the same surface,
+    measured again, and stays under the same rules. One closer than every point of the new
+    cloud (the surface moved away, or it was noise) fails the plausibility test at once; one
+    that no longer exists but is farther than the new closest point can only hold the robot
+    back, never push it, until the robot point moved ``_MEMORY_SLIDE``, four newer witnesses
+    of the pair displaced it, or the pair left the table.
     """
 
     def __init__(self, n: int) -> None:

@@ -243,6 +243,66 @@ def test_rest_against_cage_without_chatter(
     _assert_settles(outs, contact)
 
 
+def _camera_box_cloud(box: WorldObject, rng: np.random.Generator, noise: float) -> WorldObject:
+    """The demo's camera view of ``box`` (160 x 120 pixels, from above at 40 degrees), thinned
+    to 1 cm, as balls of 1 cm around the points: an irregular sampling of the faces."""
+    from robot_collision.geometry.point_cloud import PointCloud
+    from robot_collision.geometry.transforms import pose_from_position_quat
+    from robot_collision.tools.depth_camera import DepthCamera, render_points
+
+    cam = pose_from_position_quat([1.2, 0.3, 1.5], [-0.6363, -0.71091, 0.22319, 0.19977])
+    P = render_points(DepthCamera(160, 120, 1.2217, 0.1, 4.0, noise), cam, [box], rng)
+    P = P @ cam[:3, :3].T + cam[:3, 3]
+    return WorldObject(PointCloud.downsampled(P, 0.01, 0.01), np.eye(4), "camera")
+
+
+def test_refreshed_cloud_keeps_the_witnesses(arm: RobotModel) -> None:
+    """The tool pushed down at a box known from a camera's cloud, which is measured again
+    every 20 ticks (a new object each time, as a node gets it). The same points measured
+    again must change nothing: with ``keep_witnesses`` the outputs are bit-identical to those
+    against a cloud that never changes; forgetting the witnesses at every refresh (what
+    ``set_world`` did) changed them (the tool jerked along the points for a few ticks). Every
+    tick the tool stays clear of the true box and of the points (independent checker)."""
+    from robot_collision.geometry.transforms import pose_from_position_quat
+
+    dt = 0.01  # the demo's control period
+    box = WorldObject(Box(0.2, 0.2, 0.4), pose_from_position_quat([0.0, 0.5, 0.2], [0, 0, 0, 1]),
+                      "box")
+    judge = CollisionChecker(arm)
+    q0 = np.array([1.5708, 0.0, 0.0, 1.5, 0.0, 0.94, 0.0])  # the tool 19 cm above the box
+
+    def push(q: np.ndarray) -> np.ndarray:
+        """0.2 m/s straight down at the true box (along its distance gradient)."""
+        tab = judge.clearance(q, [box])
+        i = int(np.argmin(np.where(np.array(tab.other_bodies) == "box", tab.distances, np.inf)))
+        v = -0.2 * tab.jacobians[i] / float(tab.jacobians[i] @ tab.jacobians[i])
+        return v / max(1.0, float(np.linalg.norm(v)))
+
+    def run(refresh: str) -> np.ndarray:
+        rng = np.random.default_rng(0)
+        first = _camera_box_cloud(box, rng, 0.0)
+        filt = VelocityFilter(CollisionChecker(arm), world=[first])
+        q = q0.copy()
+        outs = np.empty((300, q.shape[0]))
+        for t in range(outs.shape[0]):
+            if refresh != "never" and t and t % 20 == 0:
+                filt.set_world([_camera_box_cloud(box, rng, 0.0)],
+                               keep_witnesses=refresh == "keep")
+            res = filt.filter(q, push(q), dt)
+            assert res.ok, res.fault
+            outs[t] = res.velocity
+            q = q + res.velocity * dt
+            if refresh == "keep":
+                d_box = judge.check(q, [box], exhaustive=True).signed.min()
+                d_pts = judge.check(q, [first], exhaustive=True).signed.min()
+                assert min(d_box, d_pts) >= OPTS.safety_distance_env - TOL, (t, d_box, d_pts)
+        return outs
+
+    static = run("never")
+    assert np.array_equal(run("keep"), static)
+    assert not np.array_equal(run("forget"), static)  # the refresh matters to this push
+
+
 # ---------------------------------------------------------------------- acceleration limits
 ACC = 10.0  # rad/s², every joint
 

@@ -82,6 +82,44 @@ class Held:
         return self._held >= self._window
 
 
+class Settled:
+    """``done(t)`` for :meth:`DemoClient.run_phase`: true once ``check(window)`` holds for the
+    live samples of the last ``window`` s of live time (a stall neither counts nor resets it).
+
+    Unlike :class:`Held`, judged on the window as a whole (quantiles), as the step's verdict
+    is: a sensed surface is measured anew with every cloud, and an arm held against it can
+    twitch for a tick or two each time; a per-sample condition restarts at every twitch."""
+
+    def __init__(self, samples: list[dict[str, Any]],
+                 check: Callable[[list[dict[str, Any]]], bool], window: float) -> None:
+        self._samples = samples
+        self._check = check
+        self._window = window
+        self._live: list[tuple[float, dict[str, Any]]] = []  # (live time, sample)
+        self._clock = 0.0
+        self._last_t = math.nan
+        self.window: list[dict[str, Any]] = []
+        """The live samples last judged (the last ``window`` s of live time, or fewer at the
+        start): a verdict after the phase judges the same samples."""
+
+    def __call__(self, t: float) -> bool:
+        s = self._samples[-1]
+        if not is_live(s):
+            self._last_t = math.nan
+            return False
+        if math.isfinite(self._last_t):
+            self._clock += t - self._last_t
+        self._last_t = t
+        self._live.append((self._clock, s))
+        start = self._clock - self._window
+        while self._live and self._live[0][0] < start:
+            self._live.pop(0)
+        self.window = [x for _, x in self._live]
+        if self._clock < self._window:
+            return False
+        return bool(self._check(self.window))
+
+
 def fmt_mm(value: Optional[float]) -> str:
     if value is None or not math.isfinite(value):
         return "-"
@@ -91,6 +129,12 @@ def fmt_mm(value: Optional[float]) -> str:
 def finite_median(values: Sequence[float]) -> float:
     vals = [v for v in values if math.isfinite(v)]
     return float(np.median(vals)) if vals else math.nan
+
+
+def upper_quartile(values: Sequence[float]) -> float:
+    """The 75th percentile of the finite ``values`` (nan if none)."""
+    vals = [v for v in values if math.isfinite(v)]
+    return float(np.percentile(vals, 75.0)) if vals else math.nan
 
 
 def _resolve_topic(name: str, node_name: str, namespace: str = "") -> str:
@@ -212,6 +256,7 @@ class DemoClient:
         # filter distances: defaults until the node tells us (GetParameters)
         self.safety_env = float(fparam("safety_distance_env"))
         self.safety_self = float(fparam("safety_distance_self"))
+        self.cloud_point_radius = float(fparam("cloud_point_radius"))
 
         self._JointState = JointState
         self._Float64MultiArray = Float64MultiArray
@@ -565,7 +610,7 @@ class DemoClient:
             self.progress.line("  (velocity_filter parameters not readable: using defaults)")
             return
         req = self._GetParameters.Request()
-        req.names = ["safety_distance_env", "safety_distance_self"]
+        req.names = ["safety_distance_env", "safety_distance_self", "cloud_point_radius"]
         fut = self._param_client.call_async(req)
         end = time.monotonic() + 10.0
         while not fut.done() and time.monotonic() < end:
@@ -575,8 +620,8 @@ class DemoClient:
             return
         values = fut.result().values
         got = [v.double_value if v.type == 3 else math.nan for v in values]
-        if len(got) == 2 and all(math.isfinite(v) for v in got):
-            self.safety_env, self.safety_self = got
+        if len(got) == 3 and all(math.isfinite(v) for v in got):
+            self.safety_env, self.safety_self, self.cloud_point_radius = got
 
     # ------------------------------------------------------------------ planning
     def plan(self, goal: Any, what: str) -> Any:

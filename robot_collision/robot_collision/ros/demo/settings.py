@@ -41,10 +41,13 @@ CLEARANCE_TOLERANCE = 0.001
 FINAL_ERROR_TOLERANCE = 0.01
 """Largest joint error (rad) left at the end of an executed trajectory."""
 STOPPED_FRACTION = 0.1
-"""Step 2: "stopped" = measured tool speed below this fraction of the commanded speed."""
+"""Steps 2 and 5a: "stopped" = over the last ``stop_hold`` s of pushing, the median closing
+speed (and in step 2, where the filter sees the true surface, the median tool speed) below this
+fraction of the commanded speed."""
 STOP_DISTANCE_BAND = 0.01
-"""Step 2/3: the stop must come within this much (m) above the safety distance (the filter
-stopped the motion, not something else)."""
+"""Steps 2, 3 and 5a: the stop must come within this much (m) above the safety distance (the
+filter stopped the motion, not something else); in step 5a, measured from the true box, plus
+the sensed points' ball radius (the filter keeps its distance from the balls)."""
 FULL_SPEED_FRACTION = 0.9
 """Step 2: moving away must reach this fraction of the commanded speed."""
 STILL_TOLERANCE = 1e-4
