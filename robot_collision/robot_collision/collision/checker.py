@@ -17,7 +17,7 @@ pairs skips exactly those pairs. An SRDF's ``disable_collisions`` pairs are alwa
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple, Optional, Union
 
 import numpy as np
@@ -50,6 +50,8 @@ from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arr
 
 __all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
 
+_FLOAT64 = np.dtype(np.float64)
+
 PARALLEL_BATCH_MIN = 2048
 """Batches at least this large are split over threads; smaller ones run in the caller."""
 
@@ -70,6 +72,12 @@ class _Scene(NamedTuple):
     block: Optional[BlockScene]
     objs: list[WorldObject]  # the world objects this scene was built for
     version: int  # the robot's geometry version it was built for
+    # single-configuration validity: valid(q, valid_f, valid_i, check_self) -> 1 / 0 / -1
+    # (the 8-configuration kernel when the scene supports it, else the scalar one)
+    valid: Callable[..., int]
+    valid_f: NDArray[np.float64]
+    valid_i: NDArray[np.int64]
+    qshape: tuple[int]  # (n,)
 
 
 class CollisionChecker:
@@ -232,8 +240,12 @@ class CollisionChecker:
             assert self._rs is not None
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
             block = block_scene(self.robot.kin, self._rs, ws, self._pairs)
+            if block is not None:
+                valid, vf, vi = single_valid_blocked, block.BF, block.BI
+            else:
+                valid, vf, vi = packed_valid, F, I
             self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
-                                 self._version)
+                                 self._version, valid, vf, vi, (self.robot.num_joints,))
         assert self._scene is not None
         return self._scene
 
@@ -255,24 +267,23 @@ class CollisionChecker:
     ) -> bool:
         """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
         ``world``."""
-        n = self.robot.num_joints
-        if (
+        # Fixed cost matters here (a check of a small robot takes ~1 us in compiled code): the
+        # common case -- the cached scene, a float64 (n,) array -- takes one path of cheap tests
+        # (identity, not equality, for the dtype; finiteness is checked in compiled code).
+        sc = self._scene
+        if world or sc is None or sc.objs or sc.version != self.robot.geometry_version:
+            sc = self._prepare(world)
+        if not (
             type(q) is np.ndarray
-            and q.shape == (n,)
-            and q.dtype == np.float64
+            and q.dtype is _FLOAT64
+            and q.shape == sc.qshape
             and q.flags.c_contiguous
         ):
-            arr = q  # fast path: finiteness is checked in compiled code
-        else:
-            arr = self.robot.validate_configuration(q)
-        sc = self._prepare(world)
-        if sc.block is not None:
-            code = single_valid_blocked(arr, sc.block.BF, sc.block.BI, not ignore_self)
-        else:
-            code = packed_valid(arr, sc.F, sc.I, not ignore_self)
+            q = self.robot.validate_configuration(q)
+        code: int = sc.valid(q, sc.valid_f, sc.valid_i, not ignore_self)
         if code < 0:
-            self.robot.validate_configuration(arr)  # raises with the offending joints named
-        return bool(code)
+            self.robot.validate_configuration(q)  # raises with the offending joints named
+        return code > 0
 
     def is_valid_batch(
         self, Q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False
