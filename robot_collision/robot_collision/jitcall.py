@@ -27,12 +27,17 @@ loops (measured: 2.5x slower).
 
 from __future__ import annotations
 
-from numba import types
+from collections.abc import Callable
+from typing import Any, cast
+
+from numba import typeof, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
-__all__ = ["borrowed_view", "call_or", "flat_view", "inline_call_or", "nothrow"]
+__all__ = [
+    "borrowed_view", "call_or", "entry_point", "flat_view", "inline_call_or", "nothrow"
+]
 
 
 @intrinsic
@@ -155,3 +160,20 @@ like ``numba.carray``): creating and dropping it costs no atomic reference count
 up when a function returns ~30 views to its caller (~0.3 us per call). Valid only while ``arr``
 is alive: use it only on arrays the whole call holds (its arguments) and never return such a
 view to Python or store it beyond the call."""
+
+
+def entry_point(dispatcher: Any, *args: Any) -> Callable[..., Any]:
+    """The compiled specialization of the jitted ``dispatcher`` for the types of ``args`` (compiled
+    or loaded from the cache now), as a plain callable that skips numba's type dispatch: ~0.1 us
+    less per call from Python (measured: 0.46 -> 0.32 us for a whole single check of a 1-pair
+    robot). Callers must pass arguments of exactly these types (array dtype, dimensions and
+    layout are not checked again). Falls back to ``dispatcher`` itself where numba gives no
+    entry point (e.g. ``NUMBA_DISABLE_JIT``)."""
+    compile_ = getattr(dispatcher, "compile", None)
+    if compile_ is None:
+        return cast(Callable[..., Any], dispatcher)
+    sig = tuple(typeof(a) for a in args)
+    compile_(sig)
+    cres = getattr(dispatcher, "overloads", {}).get(sig)
+    fn = getattr(cres, "entry_point", None)
+    return cast(Callable[..., Any], fn if callable(fn) else dispatcher)

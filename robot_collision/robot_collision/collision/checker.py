@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
+from ..jitcall import entry_point
 from ..model.robot_model import RobotModel
 from .block_kernels import (
     BlockScene,
@@ -276,9 +277,10 @@ class CollisionChecker:
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
             block = block_scene(self.robot.kin, self._rs, ws, self._pairs)
             if block is not None:
-                valid, vf, vi = single_valid_blocked, block.BF, block.BI
+                kernel, vf, vi = single_valid_blocked, block.BF, block.BI
             else:
-                valid, vf, vi = packed_valid, F, I
+                kernel, vf, vi = packed_valid, F, I
+            valid = entry_point(kernel, np.zeros(self.robot.num_joints), vf, vi, True)
             self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
                                  self._version, valid, vf, vi, (self.robot.num_joints,))
         assert self._scene is not None
@@ -315,6 +317,7 @@ class CollisionChecker:
             and q.flags.c_contiguous
         ):
             q = self.robot.validate_configuration(q)
+        # (sc.valid is the kernel's compiled entry for exactly these argument types)
         code: int = sc.valid(q, sc.valid_f, sc.valid_i, not ignore_self)
         if code < 0:
             self.robot.validate_configuration(q)  # raises with the offending joints named

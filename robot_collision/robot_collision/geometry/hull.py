@@ -107,8 +107,8 @@ def start_directions() -> NDArray[np.float64]:
         out[f, :, :, a] = -1.0 if f % 2 else 1.0
         out[f, :, :, others[0]] = c[:, None]
         out[f, :, :, others[1]] = c[None, :]
-    out = out.reshape(-1, 3)
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
+    flat = out.reshape(-1, 3)
+    return flat / np.linalg.norm(flat, axis=1, keepdims=True)
 
 
 def support_block(
