@@ -7,11 +7,13 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numba import njit
 
 from robot_collision import CollisionChecker, RobotModel, Sphere, WorldObject
 from robot_collision.collision.kernels import _valid_at, unpack_scene
-from robot_collision.jitcall import call_or, inline_call_or, nothrow
+from robot_collision.jitcall import borrowed_view, call_or, flat_view, inline_call_or, nothrow
 from robot_collision.model.kinematics import fk_into
 
 
@@ -48,6 +50,42 @@ def test_nothrow_turns_a_failure_into_runtime_error() -> None:
     assert _via_nothrow(3.0) == 1.5
     with pytest.raises(RuntimeError, match="compiled kernel failed"):
         _via_nothrow(-1.0)
+
+
+@njit(cache=False)
+def _views(a, off, d0, d1, d2):  # type: ignore[no-untyped-def]
+    # sums inside the call (a borrowed view must not be returned)
+    return (
+        flat_view(a, off, (d0,)).copy(),
+        flat_view(a, off, (d0, d1)).copy(),
+        flat_view(a, off, (d0, d1, d2)).copy(),
+        borrowed_view(a, off, (d0, d1)).copy(),
+        borrowed_view(a, off, (d0, d1, d2)).copy(),
+    )
+
+
+@njit(cache=False)
+def _kept_view(a):  # type: ignore[no-untyped-def]
+    return flat_view(a, 2, (2, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(off=st.integers(0, 20), d0=st.integers(0, 4), d1=st.integers(0, 4), d2=st.integers(0, 4),
+       integer=st.booleans())
+def test_views_equal_numpy_reshape(off: int, d0: int, d1: int, d2: int, integer: bool) -> None:
+    a = np.arange(100, dtype=np.int64 if integer else np.float64) * 1.5 ** (not integer)
+    v1, v2, v3, b2, b3 = _views(a, off, d0, d1, d2)
+    np.testing.assert_array_equal(v1, a[off : off + d0])
+    np.testing.assert_array_equal(v2, a[off : off + d0 * d1].reshape(d0, d1))
+    np.testing.assert_array_equal(v3, a[off : off + d0 * d1 * d2].reshape(d0, d1, d2))
+    np.testing.assert_array_equal(b2, v2)
+    np.testing.assert_array_equal(b3, v3)
+
+
+def test_flat_view_keeps_its_array_alive() -> None:
+    v = _kept_view(np.arange(10.0))  # the only reference to the array is the view's
+    np.arange(1000.0) * 3.0  # reuse freed memory, if it had been freed
+    np.testing.assert_array_equal(v, [[2.0, 3.0, 4.0], [5.0, 6.0, 7.0]])
 
 
 def _function_ir(llvm_modules: dict, name: str) -> str:

@@ -17,7 +17,7 @@ pairs skips exactly those pairs. An SRDF's ``disable_collisions`` pairs are alwa
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple, Optional, Union
 
 import numpy as np
@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
+from ..jitcall import entry_point
 from ..model.robot_model import RobotModel
 from .block_kernels import (
     BlockRobot,
@@ -52,11 +53,43 @@ from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arr
 
 __all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
 
+_FLOAT64 = np.dtype(np.float64)
+
 PARALLEL_BATCH_MIN = 2048
 """Batches at least this large are split over threads; smaller ones run in the caller."""
 
 SkipRule = Union[Literal["parent", "adjacent"], Sequence[tuple[str, str]]]
 Padding = Union[float, Mapping[tuple[str, str], float]]
+
+
+def _tree_distances(parent: NDArray[np.int64]) -> NDArray[np.int64]:
+    """(L, L) number of joints between links ``i`` and ``j`` in the kinematic tree (``parent``:
+    (L,) parent link index, -1 for the root).
+
+    The checkers evaluate self pairs in this order, nearest first: links two or three joints
+    apart (a leg's upper link and the body, a wrist and the forearm) are the pairs that collide
+    most often, so a boolean check of a colliding configuration stops sooner. On the corpus
+    robots that collide in every random configuration (solo12, hextilt, bolt), the first
+    colliding pair moved from index 26, 7, 13 on average (MATLAB order) to the first few."""
+    L = parent.shape[0]
+    depth = np.zeros(L, dtype=np.int64)
+    for i in range(L):
+        p = parent[i]
+        while p >= 0:
+            depth[i] += 1
+            p = parent[p]
+    hops = np.zeros((L, L), dtype=np.int64)
+    for i in range(L):
+        for j in range(i + 1, L):
+            a, b, n = i, j, 0
+            while a != b:
+                if depth[a] >= depth[b]:
+                    a = parent[a]
+                else:
+                    b = parent[b]
+                n += 1
+            hops[i, j] = hops[j, i] = n
+    return hops
 
 
 class _Scene(NamedTuple):
@@ -72,6 +105,12 @@ class _Scene(NamedTuple):
     block: Optional[BlockScene]
     objs: list[WorldObject]  # the world objects this scene was built for
     version: int  # the robot's geometry version it was built for
+    # single-configuration validity: valid(q, valid_f, valid_i, check_self) -> 1 / 0 / -1
+    # (the 8-configuration kernel when the scene supports it, else the scalar one)
+    valid: Callable[..., int]
+    valid_f: NDArray[np.float64]
+    valid_i: NDArray[np.int64]
+    qshape: tuple[int]  # (n,)
 
 
 class CollisionChecker:
@@ -193,6 +232,11 @@ class CollisionChecker:
                 sa.append(a)
                 sb.append(b)
                 sp.append(self._pad(names[a], names[b]))
+        # evaluation order: pairs closest in the kinematic tree first (stable, MATLAB order
+        # among equals), see _tree_distances
+        hops = _tree_distances(self.robot.kin.parent)
+        rank = sorted(range(len(sa)), key=lambda k: hops[sa[k], sb[k]])
+        sa, sb, sp = [sa[k] for k in rank], [sb[k] for k in rank], [sp[k] for k in rank]
         self._self_pairs = (
             np.asarray(sa, dtype=np.int64),
             np.asarray(sb, dtype=np.int64),
@@ -237,8 +281,13 @@ class CollisionChecker:
             F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
             block = (block_scene(self.robot.kin, self._rs, ws, self._pairs, self._block_robot)
                      if self._block_robot is not None else None)
+            if block is not None:
+                kernel, vf, vi = single_valid_blocked, block.BF, block.BI
+            else:
+                kernel, vf, vi = packed_valid, F, I
+            valid = entry_point(kernel, np.zeros(self.robot.num_joints), vf, vi, True)
             self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
-                                 self._version)
+                                 self._version, valid, vf, vi, (self.robot.num_joints,))
         assert self._scene is not None
         return self._scene
 
@@ -260,24 +309,24 @@ class CollisionChecker:
     ) -> bool:
         """True when ``q`` (n,) is collision-free against itself (unless ``ignore_self``) and
         ``world``."""
-        n = self.robot.num_joints
-        if (
+        # Fixed cost matters here (a check of a small robot takes ~1 us in compiled code): the
+        # common case -- the cached scene, a float64 (n,) array -- takes one path of cheap tests
+        # (identity, not equality, for the dtype; finiteness is checked in compiled code).
+        sc = self._scene
+        if world or sc is None or sc.objs or sc.version != self.robot.geometry_version:
+            sc = self._prepare(world)
+        if not (
             type(q) is np.ndarray
-            and q.shape == (n,)
-            and q.dtype == np.float64
+            and q.dtype is _FLOAT64
+            and q.shape == sc.qshape
             and q.flags.c_contiguous
         ):
-            arr = q  # fast path: finiteness is checked in compiled code
-        else:
-            arr = self.robot.validate_configuration(q)
-        sc = self._prepare(world)
-        if sc.block is not None:
-            code = single_valid_blocked(arr, sc.block.BF, sc.block.BI, not ignore_self)
-        else:
-            code = packed_valid(arr, sc.F, sc.I, not ignore_self)
+            q = self.robot.validate_configuration(q)
+        # (sc.valid is the kernel's compiled entry for exactly these argument types)
+        code: int = sc.valid(q, sc.valid_f, sc.valid_i, not ignore_self)
         if code < 0:
-            self.robot.validate_configuration(arr)  # raises with the offending joints named
-        return bool(code)
+            self.robot.validate_configuration(q)  # raises with the offending joints named
+        return code > 0
 
     def is_valid_batch(
         self, Q: ArrayLike, world: Sequence[WorldObject] = (), ignore_self: bool = False

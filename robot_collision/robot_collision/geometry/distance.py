@@ -76,7 +76,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ShapeError
 from ..jitcall import nothrow as _nothrow
-from .hull import SUPPORT_BLOCK_MARK
+from .hull import START_CELLS, START_GRID, SUPPORT_BLOCK_MARK
 from .shapes import BOX, CAPSULE, CYLINDER, MESH, SPHERE, Shape
 
 __all__ = [
@@ -454,32 +454,42 @@ def _mesh_support(V, lx, ly, lz, hint):  # type: ignore[no-untyped-def]
     """Hull vertex of ``V`` farthest along ``l`` (local frame) and its index.
 
     ``V`` is a plain ``(k, 3)`` vertex array (scanned) or a support block (see
-    :mod:`.hull`), climbed along hull edges from vertex ``hint`` (a cold start from the vertex
-    extreme along the dominant axis of ``l`` when ``hint < 0``): on a convex polytope a vertex
-    with no better neighbour is a global maximum."""
+    :mod:`.hull`), climbed along hull edges from the vertex stored for the cube-map cell of
+    ``l`` or from vertex ``hint`` (the previous answer; -1: none) if that one is better: on a
+    convex polytope a vertex with no better neighbour is a global maximum."""
     m = V.shape[0]
     if m == 0:
         return 0.0, 0.0, 0.0, -1
     if V[m - 1, 0] == SUPPORT_BLOCK_MARK:
         k = int(V[m - 1, 1])
         base = 3 * k
-        bi = hint
-        if bi < 0 or bi >= k:
-            ax = abs(lx)
-            ay = abs(ly)
-            az = abs(lz)
-            if ax >= ay and ax >= az:
-                e = 0 if lx >= 0.0 else 1
-            elif ay >= az:
-                e = 2 if ly >= 0.0 else 3
-            else:
-                e = 4 if lz >= 0.0 else 5
-            bi = int(_flat(V, base + e))
+        # start: the vertex stored for the direction's cube-map cell (see hull.start_directions)
+        ax = abs(lx)
+        ay = abs(ly)
+        az = abs(lz)
+        if ax >= ay and ax >= az:
+            f, u, v, den = (0 if lx >= 0.0 else 1), ly, lz, ax
+        elif ay >= az:
+            f, u, v, den = (2 if ly >= 0.0 else 3), lx, lz, ay
+        else:
+            f, u, v, den = (4 if lz >= 0.0 else 5), lx, ly, az
+        if den > 0.0:
+            i = min(max(int((u / den + 1.0) * (0.5 * START_GRID)), 0), START_GRID - 1)
+            j = min(max(int((v / den + 1.0) * (0.5 * START_GRID)), 0), START_GRID - 1)
+        else:
+            i = 0
+            j = 0
+        bi = int(_flat(V, base + (f * START_GRID + i) * START_GRID + j))
         best = V[bi, 0] * lx + V[bi, 1] * ly + V[bi, 2] * lz
+        if 0 <= hint < k:  # the previous answer, when it is better
+            dh = V[hint, 0] * lx + V[hint, 1] * ly + V[hint, 2] * lz
+            if dh > best:
+                best = dh
+                bi = hint
         for _ in range(k):  # each step strictly improves: at most k steps
             nb = bi
-            f1 = int(_flat(V, base + 7 + bi))
-            for f in range(int(_flat(V, base + 6 + bi)), f1):
+            f1 = int(_flat(V, base + START_CELLS + 1 + bi))
+            for f in range(int(_flat(V, base + START_CELLS + bi)), f1):
                 j = int(_flat(V, f))
                 dd = V[j, 0] * lx + V[j, 1] * ly + V[j, 2] * lz
                 if dd > best:

@@ -12,9 +12,10 @@ Support block of a hull with ``k`` vertices (float64, ``(R, 3)``, rows read as a
 ``3 R`` numbers where indices are stored as exactly representable floats):
 
 - rows ``0 .. k-1``: the hull vertices (local frame, m), as in the plain array;
-- flat ``3k + 0 .. 3k + 5``: indices of the vertices extreme along +x, -x, +y, -y, +z, -z (cold
-  starts);
-- flat ``3k + 6 .. 3k + 6 + k``: ``k + 1`` offsets (flat indices into the block) of each
+- flat ``3k .. 3k + C - 1`` (``C`` = :data:`START_CELLS`): the starting vertex of a climb for
+  each cell of a cube map of directions (:func:`start_directions`): the vertex extreme along the
+  cell's centre direction, a step or two from the answer for any direction in the cell;
+- flat ``3k + C .. 3k + C + k``: ``k + 1`` offsets (flat indices into the block) of each
   vertex's neighbour list;
 - then the neighbour lists (vertex indices), padded to a whole row;
 - last row: ``(SUPPORT_BLOCK_MARK, k, 0)``; the mark (1e300) tells a block from a plain vertex
@@ -36,12 +37,20 @@ __all__ = [
     "MAX_COORDINATE",
     "SUPPORT_BLOCK_MARK",
     "SUPPORT_BLOCK_MIN_VERTICES",
+    "START_CELLS",
+    "START_GRID",
     "convex_hull",
+    "start_directions",
     "support_block",
 ]
 
 SUPPORT_BLOCK_MIN_VERTICES = 32
 """Hulls with more vertices than this get a support block (hill-climbing support)."""
+START_GRID = 8
+"""Cube-map resolution of the climb's cold starts: each face of the direction cube is split into
+``START_GRID`` x ``START_GRID`` cells, each storing the hull vertex extreme along its centre
+direction (see :func:`start_directions`)."""
+START_CELLS = 6 * START_GRID * START_GRID
 SUPPORT_BLOCK_MARK = 1e300
 """First entry of a support block's last row."""
 MAX_COORDINATE = 1e9
@@ -83,6 +92,25 @@ def convex_hull(
     return np.ascontiguousarray(pts[hull.vertices]), nbrs
 
 
+def start_directions() -> NDArray[np.float64]:
+    """(START_CELLS, 3) unit directions at the centres of the cube-map cells, in the order the
+    kernel indexes them: cell ``(f * G + i) * G + j`` (``G = START_GRID``) of face ``f`` =
+    ``2 a + (direction[a] < 0)`` (``a`` the dominant axis) has the other two components, in
+    axis order and divided by ``|direction[a]|``, in the ``i``-th and ``j``-th of ``G`` equal
+    bins of [-1, 1]."""
+    G = START_GRID
+    c = (np.arange(G) + 0.5) / G * 2.0 - 1.0
+    out = np.empty((6, G, G, 3))
+    for f in range(6):
+        a = f // 2
+        others = [b for b in range(3) if b != a]
+        out[f, :, :, a] = -1.0 if f % 2 else 1.0
+        out[f, :, :, others[0]] = c[:, None]
+        out[f, :, :, others[1]] = c[None, :]
+    flat = out.reshape(-1, 3)
+    return flat / np.linalg.norm(flat, axis=1, keepdims=True)
+
+
 def support_block(
     vertices: NDArray[np.float64], neighbours: list[NDArray[np.int64]]
 ) -> NDArray[np.float64]:
@@ -91,14 +119,14 @@ def support_block(
     k = len(vertices)
     if k <= SUPPORT_BLOCK_MIN_VERTICES:
         return np.ascontiguousarray(vertices, dtype=float)
-    extremes = [int(np.argmax(s * vertices[:, a])) for a in range(3) for s in (1.0, -1.0)]
+    starts = np.argmax(start_directions() @ np.asarray(vertices, dtype=float).T, axis=1)
     counts = np.array([len(n) for n in neighbours], dtype=np.int64)
-    first = 3 * k + 6 + k + 1  # flat index of the first neighbour list
+    first = 3 * k + START_CELLS + k + 1  # flat index of the first neighbour list
     offsets = first + np.concatenate([[0], np.cumsum(counts)])
     flat = np.concatenate(
         [
             np.asarray(vertices, dtype=float).reshape(-1),
-            np.asarray(extremes, dtype=float),
+            starts.astype(float),
             offsets.astype(float),
             np.concatenate(neighbours).astype(float) if k else np.zeros(0),
         ]

@@ -298,3 +298,32 @@ def test_bad_input() -> None:
     dup = [WorldObject(Sphere(0.1), name="x"), WorldObject(Sphere(0.1), name="x")]
     with pytest.raises(ConfigurationError, match="unique"):
         checker.check([0.0, 0.0], dup)
+
+
+
+def test_is_valid_accepts_any_array_like_and_follows_world_and_geometry_changes() -> None:
+    """``is_valid``'s fast path (cached scene, float64 (n,) array) and its fallbacks give the
+    answers of ``check``, for every input form and after the world or the geometry changed."""
+    robot = RobotModel.from_urdf(URDF_DIR / "two_link.urdf")
+    checker = CollisionChecker(robot)
+    q = np.array([0.3, -0.2])
+    on_link1 = [0.25 * np.cos(0.3), 0.25 * np.sin(0.3), 0.0]
+    ball = WorldObject(Sphere(0.05), make_pose(np.eye(3), on_link1), "ball")
+    far = WorldObject(Sphere(0.05), make_pose(np.eye(3), [5.0, 0.0, 0.0]), "far")
+    forms = (q, list(q), tuple(q), q.astype(np.float32), np.array([q[0], 9.0, q[1]])[::2],
+             q.reshape(1, 2)[0], q.astype(">f8"))
+    for world, colliding in (([], False), ([ball], True), ([far], False), ((), False),
+                             ([far, ball], True), ([], False)):
+        assert checker.check(q, world).in_collision == colliding
+        for form in forms:
+            assert checker.is_valid(form, world) == (not colliding)
+    for bad in (np.zeros(3), np.zeros((1, 2)), [0.0], "ab"):
+        with pytest.raises(ConfigurationError):
+            checker.is_valid(bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="non-finite"):
+        checker.is_valid(np.array([np.nan, 0.0]))
+    # geometry changes are seen by the next call: a 1 m sphere on link2 reaches the base
+    assert checker.is_valid(q)
+    robot.add_collision("link2", Sphere(1.0), np.eye(4))
+    assert not checker.is_valid(q)
+    assert checker.check(q).in_collision

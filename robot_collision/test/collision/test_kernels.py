@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from robot_collision import (
     Box,
@@ -16,7 +17,13 @@ from robot_collision import (
     Sphere,
     WorldObject,
 )
-from robot_collision.collision.kernels import _box_gap2, _box_signed, pack_scene, unpack_scene
+from robot_collision.collision.kernels import (
+    _box_gap2,
+    _box_signed,
+    pack_scene,
+    unpack_scene,
+    unpack_scene_borrowed,
+)
 from robot_collision.collision.scene import world_arrays
 from robot_collision.geometry.distance import distance
 from robot_collision.geometry.transforms import make_pose, rot_x, rot_z
@@ -46,6 +53,26 @@ def test_pack_and_unpack_round_trip(default_robot: RobotModel) -> None:
         assert unpacked._fields == original._fields
         for name, a, b in zip(original._fields, original, unpacked):
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a), err_msg=name)
+    # the borrowed views (hot entry points) see the same arrays; copied inside the call
+    F, I = pack_scene(kin, rs, ws, pr)
+    borrowed = _copied_borrowed(F, I)
+    for original, unpacked in zip((kin, rs, ws, pr), borrowed):
+        for name, a, b in zip(original._fields, original, unpacked):
+            np.testing.assert_array_equal(b, np.asarray(a), err_msg=name)
+
+
+@njit(cache=False)
+def _copied_borrowed(F, I):  # type: ignore[no-untyped-def]
+    kin, rs, ws, pr = unpack_scene_borrowed(F, I)
+    return (
+        (kin[0].copy(), kin[1].copy(), kin[2].copy(), kin[3].copy(), kin[4].copy(),
+         kin[5].copy(), kin[6].copy()),
+        (rs[0].copy(), rs[1].copy(), rs[2].copy(), rs[3].copy(), rs[4].copy(), rs[5].copy(),
+         rs[6].copy(), rs[7].copy(), rs[8].copy(), rs[9].copy()),
+        (ws[0].copy(), ws[1].copy(), ws[2].copy(), ws[3].copy(), ws[4].copy(), ws[5].copy(),
+         ws[6].copy(), ws[7].copy(), ws[8].copy(), ws[9].copy()),
+        (pr[0].copy(), pr[1].copy(), pr[2].copy(), pr[3].copy()),
+    )
 
 
 @settings(max_examples=300, deadline=None)
