@@ -60,6 +60,14 @@ from .conversions import (
     check_result_to_response,
     clearance_table_to_msg,
 )
+from .intake import (
+    LIMIT_PARAMETERS,
+    MessageLimits,
+    MessageRejectedError,
+    checked_callback,
+    message_limits_from_values,
+    validate_limit_parameter,
+)
 from .markers import ClearanceMarkers
 from .robot_loader import RobotLoader
 from .wiring import (
@@ -143,6 +151,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
+    **LIMIT_PARAMETERS,
 }
 
 
@@ -163,6 +172,9 @@ class CheckerSettings:
     marker_rate: float = 10.0
     frame_id: str = ""
     world_file: str = ""
+    max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
+    max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
+    max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]
 
 
 def _validate_one(name: str, value: Any) -> Any:
@@ -185,6 +197,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return value
     if name in ("frame_id", "world_file"):
         return str(value).strip()
+    if name in LIMIT_PARAMETERS:
+        return validate_limit_parameter(name, value)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 
@@ -252,12 +266,15 @@ class CollisionCheckerNode(Node):
         self._marker_group = MutuallyExclusiveCallbackGroup()
 
         self.world = WorldModel()
-        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+        self._message_limits = MessageLimits()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
+                                   message_limits=self._limits)
 
         # ---- parameters: declared with dynamic typing (a mistyped value in a parameter file must
         # not abort the node), then validated here (invalid start-up values → defaults)
         self._settings = start_up_settings(
             self, PARAMETERS, settings_from_values, self.world)
+        self._message_limits = message_limits_from_values(self._settings)
 
         # ---- interfaces
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -265,12 +282,18 @@ class CollisionCheckerNode(Node):
         self._clearance_pub = self.create_publisher(
             ClearanceTableMsg, "~/clearance", qos, qos_overriding_options=overrides)
         self._marker_pub = self.create_publisher(MarkerArray, "~/markers", qos)
+        # inputs arrive serialized and are size-checked before they are deserialized
+        # (robot_collision.ros.intake)
         self._joint_sub = self.create_subscription(
-            JointState, "joint_states", self._on_joint_state, qos,
-            callback_group=self._state_group, qos_overriding_options=overrides)
+            JointState, "joint_states",
+            checked_callback(JointState, self._on_joint_state, self._limits,
+                             self._on_rejected_joint_state, "JointState"),
+            qos, callback_group=self._state_group, qos_overriding_options=overrides, raw=True)
         self._world_sub = self.create_subscription(
-            WorldObjectMsg, "~/world_objects", self._on_world_object, qos,
-            callback_group=self._world_group)
+            WorldObjectMsg, "~/world_objects",
+            checked_callback(WorldObjectMsg, self._on_world_object, self._limits,
+                             self._on_rejected_world, "WorldObject"),
+            qos, callback_group=self._world_group, raw=True)
         self._moveit_sub = None
         try:
             from moveit_msgs.msg import CollisionObject  # type: ignore[import-not-found,unused-ignore]
@@ -278,8 +301,10 @@ class CollisionCheckerNode(Node):
             CollisionObject = None
         if CollisionObject is not None:
             self._moveit_sub = self.create_subscription(
-                CollisionObject, "collision_object", self._on_collision_object, qos,
-                callback_group=self._world_group)
+                CollisionObject, "collision_object",
+                checked_callback(CollisionObject, self._on_collision_object, self._limits,
+                                 self._on_rejected_world, "CollisionObject"),
+                qos, callback_group=self._world_group, raw=True)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)
@@ -288,6 +313,10 @@ class CollisionCheckerNode(Node):
         self._loader.start()
 
     # ------------------------------------------------------------------ helpers
+    def _limits(self) -> MessageLimits:
+        """Caps on incoming messages (parameters max_message_*), read per message."""
+        return self._message_limits
+
     @property
     def settings(self) -> CheckerSettings:
         """The parameter values in force."""
@@ -416,6 +445,7 @@ class CollisionCheckerNode(Node):
         rates_changed = (new.publish_rate, new.marker_rate) != (
             self._settings.publish_rate, self._settings.marker_rate)
         self._settings = new
+        self._message_limits = message_limits_from_values(new)
         if new_pipe is not None:
             self._install(new_pipe)
         if rates_changed:
@@ -437,9 +467,7 @@ class CollisionCheckerNode(Node):
             try:
                 q = pipe.mapper.from_msg(msg)
             except ConversionError as exc:
-                self.stats["rejected"] += 1
-                self.get_logger().error(
-                    f"rejected joint state: {exc}", throttle_duration_sec=1.0)
+                self._on_rejected_joint_state(exc)
                 return
             self._q = q
             stamp = msg.header.stamp
@@ -460,6 +488,10 @@ class CollisionCheckerNode(Node):
                 f"joint state processing failed: {type(exc).__name__}: {exc}",
                 throttle_duration_sec=1.0,
             )
+
+    def _on_rejected_joint_state(self, exc: ConversionError) -> None:
+        self.stats["rejected"] += 1
+        self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=1.0)
 
     def _on_rate_timer(self) -> None:
         try:
@@ -520,6 +552,9 @@ class CollisionCheckerNode(Node):
             )
 
     # ------------------------------------------------------------------ world
+    def _on_rejected_world(self, exc: MessageRejectedError) -> None:
+        self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
+
     def _on_world_object(self, msg: WorldObjectMsg) -> None:
         try:
             what = self.world.apply_msg(msg)
@@ -552,6 +587,13 @@ class CollisionCheckerNode(Node):
                 response.message = "no robot model is loaded yet"
                 return response
             current = self._q
+            cap = self._message_limits.max_message_entries
+            longest = max(len(request.joint_names), len(request.positions))
+            if longest > cap:
+                response.message = (
+                    f"request refused: {longest:,} joint names or positions, above the node's "
+                    f"max_message_entries parameter ({cap:,})")
+                return response
             names, positions = list(request.joint_names), request.positions
             if not names and len(positions) == 0 and current is None:
                 response.message = (

@@ -109,6 +109,12 @@ from ..model.robot_model import RobotModel
 from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
+from .intake import (
+    MessageLimits,
+    MessageRejectedError,
+    checked_callback,
+    message_limits_from_values,
+)
 from .markers import PlannedPathMarkers
 from .planner_execution import (
     GoalContext,
@@ -158,10 +164,13 @@ class PlannerNode(Node):
         self._world_group = MutuallyExclusiveCallbackGroup()
 
         self.world = WorldModel()
-        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+        self._message_limits = MessageLimits()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
+                                   message_limits=self._limits)
 
         self._settings = start_up_settings(
             self, PARAMETERS, settings_from_values, self.world, READ_ONLY)
+        self._message_limits = message_limits_from_values(self._settings)
 
         # ---- interfaces
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -181,10 +190,14 @@ class PlannerNode(Node):
             self._display_types = (DisplayTrajectory, RobotTrajectory)
             self._display_pub = self.create_publisher(
                 DisplayTrajectory, "/display_planned_path", reliable)
+        # inputs arrive serialized and are size-checked before they are deserialized
+        # (robot_collision.ros.intake)
         self._joint_sub = self.create_subscription(
-            JointState, "joint_states", self._on_joint_state,
+            JointState, "joint_states",
+            checked_callback(JointState, self._on_joint_state, self._limits,
+                             self._on_rejected_joint_state, "JointState"),
             QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT),
-            callback_group=self._state_group)
+            callback_group=self._state_group, raw=True)
         self._world_subs = []
         topics: list[str] = ["~/world_objects"]
         for topic in self._settings.world_topics:
@@ -193,8 +206,10 @@ class PlannerNode(Node):
         for topic in topics:
             try:
                 self._world_subs.append(self.create_subscription(
-                    WorldObjectMsg, topic, self._on_world_object, reliable,
-                    callback_group=self._world_group))
+                    WorldObjectMsg, topic,
+                    checked_callback(WorldObjectMsg, self._on_world_object, self._limits,
+                                     self._on_rejected_world, "WorldObject"),
+                    reliable, callback_group=self._world_group, raw=True))
             except Exception as exc:  # an invalid topic name must not stop the node
                 self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
         try:
@@ -205,8 +220,10 @@ class PlannerNode(Node):
             CollisionObject = None
         if CollisionObject is not None:
             self._world_subs.append(self.create_subscription(
-                CollisionObject, "collision_object", self._on_collision_object, reliable,
-                callback_group=self._world_group))
+                CollisionObject, "collision_object",
+                checked_callback(CollisionObject, self._on_collision_object, self._limits,
+                                 self._on_rejected_world, "CollisionObject"),
+                reliable, callback_group=self._world_group, raw=True))
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,
@@ -223,6 +240,10 @@ class PlannerNode(Node):
         self._loader.start()
 
     # ------------------------------------------------------------------ properties
+    def _limits(self) -> MessageLimits:
+        """Caps on incoming messages (parameters max_message_*), read per message."""
+        return self._message_limits
+
     @property
     def settings(self) -> PlannerSettings:
         """The parameter values in force."""
@@ -334,6 +355,7 @@ class PlannerNode(Node):
             self.get_logger().error(f"parameter change rejected: {type(exc).__name__}: {exc}")
             return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
         self._settings = new
+        self._message_limits = message_limits_from_values(new)
         if new_pipe is not None:
             self._install(new_pipe)
         self.get_logger().info(f"parameters updated: {sorted(changed)}")
@@ -348,7 +370,7 @@ class PlannerNode(Node):
             try:
                 q = pipe.mapper.from_msg(msg)
             except ConversionError as exc:
-                self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
+                self._on_rejected_joint_state(exc)
                 return
             with self._state_cond:
                 self._q = q
@@ -358,6 +380,12 @@ class PlannerNode(Node):
             self.get_logger().error(
                 f"joint state processing failed: {type(exc).__name__}: {exc}",
                 throttle_duration_sec=2.0)
+
+    def _on_rejected_joint_state(self, exc: ConversionError) -> None:
+        self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
+
+    def _on_rejected_world(self, exc: MessageRejectedError) -> None:
+        self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
 
     def _on_world_object(self, msg: WorldObjectMsg) -> None:
         try:

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ..errors import ConfigurationError
 from ..planning.rrt import RRTOptions
 from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT
+from .intake import LIMIT_PARAMETERS, validate_limit_parameter
 from .wiring import COLLISION_KEYS, apply_parameter_values, validate_collision_parameter
 
 __all__ = ["PARAMETERS", "READ_ONLY", "MAX_TIME_LIMIT", "PlannerSettings", "settings_from_values"]
@@ -171,6 +172,8 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "0 = only the end-effector line).",
         ">= 0",
     ),
+    # ---- incoming messages
+    **LIMIT_PARAMETERS,
 }
 
 MAX_TIME_LIMIT = 86400.0
@@ -215,6 +218,9 @@ class PlannerSettings:
     feedback_rate: float = 10.0
     warm_up: bool = True
     ghost_poses: int = 4
+    max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
+    max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
+    max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]
 
 
 def _number(value: Any, name: str) -> float:
@@ -284,6 +290,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return tuple(v.strip() for v in value if v.strip())
     if name in COLLISION_KEYS:
         return validate_collision_parameter(name, value)
+    if name in LIMIT_PARAMETERS:
+        return validate_limit_parameter(name, value)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 

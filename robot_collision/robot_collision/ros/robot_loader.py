@@ -28,6 +28,7 @@ from typing import Any, Optional
 from ..errors import RobotCollisionError
 from ..load_limits import LoadLimits
 from ..model.robot_model import RobotModel
+from .intake import DEFAULT_MESSAGE_LIMITS, MessageLimits, MessageRejectedError, checked_callback
 from .world import resolve_resource_path
 
 __all__ = ["RobotLoader", "build_robot_model", "ROBOT_PARAMETERS"]
@@ -93,7 +94,9 @@ class RobotLoader:
     ``source`` says where the model came from. Call :meth:`start` once the node is ready to
     receive a model. ``callback_group`` is used for the description subscriptions. ``limits``
     caps what a description may bring in (file sizes, links, meshes; defaults when None): a
-    description over a cap is refused like a malformed one.
+    description over a cap is refused like a malformed one. Descriptions on the topics are
+    size-checked with ``message_limits()`` (the node's caps on incoming messages) before they
+    are deserialized.
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class RobotLoader:
         on_model: Callable[[RobotModel, str], None],
         callback_group: Any = None,
         limits: Optional[LoadLimits] = None,
+        message_limits: Callable[[], MessageLimits] = lambda: DEFAULT_MESSAGE_LIMITS,
     ) -> None:
         from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
             ParameterDescriptor,
@@ -111,6 +115,7 @@ class RobotLoader:
         self._on_model = on_model
         self.limits = limits
         self._callback_group = callback_group
+        self._message_limits = message_limits
         self._lock = threading.RLock()
         self.model: Optional[RobotModel] = None
         self.source = ""
@@ -246,10 +251,17 @@ class RobotLoader:
             durability=DurabilityPolicy.TRANSIENT_LOCAL,
         )
         self._subs.append(self._node.create_subscription(
-            String, topic, self._on_description, qos, callback_group=self._callback_group))
+            String, topic,
+            checked_callback(String, self._on_description, self._message_limits,
+                             self._on_refused,
+                             "robot_description"),
+            qos, callback_group=self._callback_group, raw=True))
         self._subs.append(self._node.create_subscription(
-            String, topic + "_semantic", self._on_semantic, qos,
-            callback_group=self._callback_group))
+            String, topic + "_semantic",
+            checked_callback(String, self._on_semantic, self._message_limits,
+                             self._on_refused,
+                             "robot_description_semantic"),
+            qos, callback_group=self._callback_group, raw=True))
 
     def _start_wait_reminder(self) -> None:
         topic = self._subs[0].topic_name if self._subs else None
@@ -314,6 +326,10 @@ class RobotLoader:
             log.error(f"the node could not use the new robot model: {type(exc).__name__}: {exc}")
             if raise_errors:
                 raise RobotCollisionError(str(exc)) from exc
+
+    def _on_refused(self, exc: MessageRejectedError) -> None:
+        keep = "keeping the current model" if self.model is not None else "no robot model yet"
+        self._node.get_logger().error(f"{exc} ({keep})", throttle_duration_sec=1.0)
 
     def _on_description(self, msg: Any) -> None:
         try:
