@@ -92,10 +92,13 @@ class JointStateMapper:
     Extra names in a message are ignored (a joint-state topic usually carries gripper or other
     joints); missing model joints, duplicate names, mismatched lengths and non-finite positions
     of model joints raise :class:`ConversionError`. The index mapping of each distinct name list
-    is cached, so a stream of messages with the same layout costs one dictionary look-up.
+    is cached, so a stream of messages with the same layout costs one dictionary look-up (at
+    most 32 name lists of at most 64 KiB of names each: the cache cannot be used to hold on to
+    large messages).
     """
 
     _MAX_LAYOUTS = 32
+    _MAX_CACHED_CHARS = 65536
 
     def __init__(self, joint_names: Sequence[str]) -> None:
         self.joint_names: list[str] = list(joint_names)
@@ -136,9 +139,10 @@ class JointStateMapper:
                 f"{', '.join(self.joint_names)}"
             )
         out = (np.asarray(model_idx, dtype=np.int64), np.asarray(msg_idx, dtype=np.int64))
-        if len(self._layouts) >= self._MAX_LAYOUTS:
-            self._layouts.clear()
-        self._layouts[key] = out
+        if sum(len(name) for name in names) <= self._MAX_CACHED_CHARS:
+            if len(self._layouts) >= self._MAX_LAYOUTS:
+                self._layouts.clear()
+            self._layouts[key] = out
         return out
 
     def positions(

@@ -35,14 +35,18 @@ model order) and ``goal_positions``; region goals set ``use_goal_region`` and gi
 ``goal_region_bounds`` (6 x 2 row-major) and ``end_effector_offset_pose``. ``start_positions``
 (with ``use_start``) use ``joint_names`` too. Option fields left at 0 take the parameters;
 a goal's ``validation_distance`` may only be finer than the parameter (the operator's safety
-resolution), ``time_limit`` is at most one day. ``shorten`` is on when the goal or the
+resolution) and is at least 1e-6, ``time_limit`` is at most one day, ``max_connection_distance``
+must let one connect cross the joint ranges in at most 100,000 steps, and the scalings must
+leave the timed trajectory at most 100,000 samples (1000 s). Arrays longer than the
+``max_message_entries`` parameter are refused. ``shorten`` is on when the goal or the
 ``shorten`` parameter says so. Joint goals ignore ``end_effector`` (the ``end_effector``
 parameter names the link whose path is drawn). The start state from ``joint_states`` is the
 newest one received; one up to ``start_limit_tolerance`` outside the joint limits is clipped.
 
 Error codes (the action's constants). Malformed requests (unknown, duplicate or missing joint
-names, length mismatches, NaN/inf, negative or out-of-range options, bad region bounds or poses,
-unknown end effector) and "no joint state received" give ``INVALID_GOAL``; the planner's errors
+names, length mismatches, NaN/inf, negative, out-of-range, too small or too large options, bad
+region bounds or poses, unknown end effector) and "no joint state received" give
+``INVALID_GOAL``; the planner's errors
 map one to one: start/goal in collision (the message names the colliding pairs), outside the
 joint limits, goal region unreachable, no path within the time/iteration limit. Every failure
 aborts the goal with its code and a message saying what to change; nothing ever moves (this
