@@ -38,6 +38,7 @@ __all__ = [
     "LIMIT_PARAMETERS",
     "MessageLimits",
     "MessageRejectedError",
+    "OnDemandSubscription",
     "check_serialized",
     "checked_callback",
     "decode",
@@ -402,3 +403,60 @@ def checked_callback(
         callback(msg, info)
 
     return on_raw_info if with_info else on_raw
+
+
+class _NeverExecuted:
+    """Callback group whose entities the executor never waits on nor runs (rclpy's executors
+    build their wait sets from the entities whose group ``can_execute``)."""
+
+    def __init__(self) -> None:
+        from rclpy.callback_groups import CallbackGroup
+
+        self._group = type("NeverExecutedCallbackGroup", (CallbackGroup,), {
+            "can_execute": lambda self, entity: False,
+            "beginning_execution": lambda self, entity: False,
+            "ending_execution": lambda self, entity: None,
+        })()
+
+    @property
+    def group(self) -> Any:
+        return self._group
+
+
+class OnDemandSubscription:
+    """A subscription read only when asked: DDS keeps the newest ``depth`` samples in the reader
+    (its KEEP_LAST history) and :meth:`take` takes them, serialized, with their message info.
+
+    For a node that needs the latest value of a fast topic now and then (the planner's start
+    state): a regular subscription wakes the node's executor for every message (100 Hz joint
+    states cost the idle planner ~25 % of a core in rclpy's wait-set handling); this one never
+    enters the executor's wait set. ``node.create_subscription`` is used with a callback group
+    the executor never runs, so the usual graph, QoS and discovery behaviour is kept. Not
+    thread-safe: serialize calls to :meth:`take`.
+    """
+
+    def __init__(self, node: Any, msg_type: Any, topic: str, qos: Any) -> None:
+        self.msg_type = msg_type
+        self._sub = node.create_subscription(
+            msg_type, topic, lambda raw: None, qos, callback_group=_NeverExecuted().group,
+            raw=True)
+
+    @property
+    def topic_name(self) -> str:
+        return str(self._sub.topic_name)
+
+    @property
+    def subscription(self) -> Any:
+        return self._sub
+
+    def take(self) -> list[tuple[bytes, dict[str, Any]]]:
+        """Every sample waiting in the reader, oldest first: (serialized bytes, message info
+        with ``source_timestamp`` / ``received_timestamp`` in ns where the RMW gives them)."""
+        out: list[tuple[bytes, dict[str, Any]]] = []
+        with self._sub.handle:
+            while True:
+                taken = self._sub.handle.take_message(self.msg_type, True)
+                if taken is None:
+                    return out
+                raw, info = taken
+                out.append((raw, info if isinstance(info, dict) else {}))
