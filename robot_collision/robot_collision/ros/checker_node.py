@@ -62,9 +62,9 @@ from .conversions import (
 )
 from .intake import (
     LIMIT_PARAMETERS,
+    CheckedSubscription,
     MessageLimits,
     MessageRejectedError,
-    checked_callback,
     message_limits_from_values,
     validate_limit_parameter,
 )
@@ -284,27 +284,23 @@ class CollisionCheckerNode(Node):
         self._marker_pub = self.create_publisher(MarkerArray, "~/markers", qos)
         # inputs arrive serialized and are size-checked before they are deserialized
         # (robot_collision.ros.intake)
-        self._joint_sub = self.create_subscription(
-            JointState, "joint_states",
-            checked_callback(JointState, self._on_joint_state, self._limits,
-                             self._on_rejected_joint_state, "JointState"),
-            qos, callback_group=self._state_group, qos_overriding_options=overrides, raw=True)
-        self._world_sub = self.create_subscription(
-            WorldObjectMsg, "~/world_objects",
-            checked_callback(WorldObjectMsg, self._on_world_object, self._limits,
-                             self._on_rejected_world, "WorldObject"),
-            qos, callback_group=self._world_group, raw=True)
+        self._joint_sub = CheckedSubscription(
+            self, JointState, "joint_states", self._on_joint_state, qos, self._limits,
+            self._on_rejected_joint_state, "JointState", callback_group=self._state_group,
+            qos_overriding_options=overrides)
+        self._world_sub = CheckedSubscription(
+            self, WorldObjectMsg, "~/world_objects", self._on_world_object, qos, self._limits,
+            self._on_rejected_world, "WorldObject", callback_group=self._world_group)
         self._moveit_sub = None
         try:
             from moveit_msgs.msg import CollisionObject  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             CollisionObject = None
         if CollisionObject is not None:
-            self._moveit_sub = self.create_subscription(
-                CollisionObject, "collision_object",
-                checked_callback(CollisionObject, self._on_collision_object, self._limits,
-                                 self._on_rejected_world, "CollisionObject"),
-                qos, callback_group=self._world_group, raw=True)
+            self._moveit_sub = CheckedSubscription(
+                self, CollisionObject, "collision_object", self._on_collision_object, qos,
+                self._limits, self._on_rejected_world, "CollisionObject",
+                callback_group=self._world_group)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)

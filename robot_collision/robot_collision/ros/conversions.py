@@ -86,6 +86,18 @@ class ConversionError(RobotCollisionError, ValueError):
 
 
 # --------------------------------------------------------------------------- joint states
+def _shown(value: Any, limit: int = 64) -> str:
+    """``repr`` of a name from a message, cut to ``limit`` characters (error texts and logs
+    must not grow with what a sender puts in a message)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shown_list(names: Sequence[Any], most: int = 12) -> str:
+    shown = ", ".join(_shown(n) for n in list(names)[:most])
+    return f"[{shown}{', ...' if len(names) > most else ''}] ({len(names)} names)"
+
+
 class JointStateMapper:
     """Maps joint-state (names, positions) onto a model's configuration vector by name.
 
@@ -123,9 +135,9 @@ class JointStateMapper:
         unknown: list[str] = []
         for k, name in enumerate(names):
             if not isinstance(name, str):
-                raise ConversionError(f"joint name #{k} is not a string: {name!r}")
+                raise ConversionError(f"joint name #{k} is not a string: {_shown(name)}")
             if name in seen:
-                raise ConversionError(f"joint {name!r} is named twice")
+                raise ConversionError(f"joint {_shown(name)} is named twice")
             seen.add(name)
             i = self._model_index.get(name)
             if i is None:
@@ -135,7 +147,7 @@ class JointStateMapper:
             msg_idx.append(k)
         if unknown and not allow_unknown:
             raise ConversionError(
-                f"unknown joint names {unknown}; the robot model's joints are "
+                f"unknown joint names {_shown_list(unknown)}; the robot model's joints are "
                 f"{', '.join(self.joint_names)}"
             )
         out = (np.asarray(model_idx, dtype=np.int64), np.asarray(msg_idx, dtype=np.int64))
@@ -183,7 +195,7 @@ class JointStateMapper:
             missing = [j for i, j in enumerate(self.joint_names) if i not in have]
             raise ConversionError(
                 f"{what} lacks joints {missing} of the robot model "
-                f"(it names {list(names_t)[:12]}{' ...' if len(names_t) > 12 else ''})"
+                f"(it names {_shown_list(names_t)})"
             )
         q[model_idx] = pos[msg_idx]
         if not np.all(np.isfinite(q)):

@@ -135,9 +135,9 @@ from .conversions import (
 )
 from .intake import (
     LIMIT_PARAMETERS,
+    CheckedSubscription,
     MessageLimits,
     MessageRejectedError,
-    checked_callback,
     message_limits_from_values,
     validate_limit_parameter,
 )
@@ -542,22 +542,19 @@ class VelocityFilterNode(Node):
         # deserialized (robot_collision.ros.intake): an oversized message costs microseconds.
         # Commands and states get rclpy's message info (arrival stamps) where it exists.
         with_info = hasattr(Subscription, "CallbackType")
-        self._command_sub = self.create_subscription(
-            Float64MultiArray, s.command_topic,
-            checked_callback(Float64MultiArray, self._on_command, self._limits,
-                             self._on_rejected_command, "command", with_info=with_info),
-            latest, callback_group=self._control_group, event_callbacks=sub_events, raw=True)
-        self._state_sub = self.create_subscription(
-            JointState, s.joint_states_topic,
-            checked_callback(JointState, self._on_joint_state, self._limits,
-                             self._on_rejected_joint_state, "JointState", with_info=with_info),
-            latest, callback_group=self._control_group, event_callbacks=sub_events, raw=True)
-        self._world_sub = self.create_subscription(
-            WorldObjectMsg, "~/world_objects",
-            checked_callback(WorldObjectMsg, self._on_world_object, self._limits,
-                             self._on_rejected_world_object, "WorldObject"),
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
-            callback_group=self._world_group, event_callbacks=sub_events, raw=True)
+        self._command_sub = CheckedSubscription(
+            self, Float64MultiArray, s.command_topic, self._on_command, latest, self._limits,
+            self._on_rejected_command, "command", with_info=with_info,
+            callback_group=self._control_group, event_callbacks=sub_events)
+        self._state_sub = CheckedSubscription(
+            self, JointState, s.joint_states_topic, self._on_joint_state, latest, self._limits,
+            self._on_rejected_joint_state, "JointState", with_info=with_info,
+            callback_group=self._control_group, event_callbacks=sub_events)
+        self._world_sub = CheckedSubscription(
+            self, WorldObjectMsg, "~/world_objects", self._on_world_object,
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE), self._limits,
+            self._on_rejected_world_object, "WorldObject", callback_group=self._world_group,
+            event_callbacks=sub_events)
         self._service = self.create_service(
             SetProtection, "~/set_protection", self._on_set_protection,
             callback_group=self._service_group)

@@ -38,6 +38,7 @@ __all__ = [
     "LIMIT_PARAMETERS",
     "MessageLimits",
     "MessageRejectedError",
+    "CheckedSubscription",
     "OnDemandSubscription",
     "check_serialized",
     "checked_callback",
@@ -403,6 +404,38 @@ def checked_callback(
         callback(msg, info)
 
     return on_raw_info if with_info else on_raw
+
+
+class CheckedSubscription:
+    """A subscription whose serialized messages are size-checked (:func:`decode`, caps from
+    ``limits()`` at that moment) before ``callback(msg)`` runs (``callback(msg, info)`` with
+    ``with_info``: rclpy passes the message info to two-argument callbacks, Iron and later);
+    refused ones go to ``on_reject(error)``. ``kwargs`` go to ``node.create_subscription``."""
+
+    def __init__(self, node: Any, msg_type: Any, topic: str, callback: Callable[..., None],
+                 qos: Any, limits: Callable[[], MessageLimits],
+                 on_reject: Callable[[MessageRejectedError], None], what: str = "",
+                 with_info: bool = False, **kwargs: Any) -> None:
+        self._node = node
+        self._sub = node.create_subscription(
+            msg_type, topic,
+            checked_callback(msg_type, callback, limits, on_reject, what, with_info),
+            qos, raw=True, **kwargs)
+
+    @property
+    def topic_name(self) -> str:
+        return str(self._sub.topic_name)
+
+    @property
+    def subscription(self) -> Any:
+        """The rclpy subscription."""
+        return self._sub
+
+    def get_publisher_count(self) -> int:
+        return int(self._sub.get_publisher_count())
+
+    def destroy(self) -> None:
+        self._node.destroy_subscription(self._sub)
 
 
 class _NeverExecuted:

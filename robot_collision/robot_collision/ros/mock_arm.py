@@ -63,7 +63,12 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
 from ..model.robot_model import RobotModel
-from .intake import LIMIT_PARAMETERS, MessageLimits, MessageRejectedError, checked_callback
+from .intake import (
+    LIMIT_PARAMETERS,
+    CheckedSubscription,
+    MessageLimits,
+    MessageRejectedError,
+)
 from .message_timing import arrival_time
 from .robot_loader import RobotLoader
 
@@ -152,13 +157,12 @@ class MockArmNode(Node):
         self._state_pub = self.create_publisher(
             JointState, str(self._value("joint_states_topic", "joint_states")), qos)
         # commands arrive serialized and are size-checked before they are deserialized
-        self._command_sub = self.create_subscription(
-            Float64MultiArray,
+        self._command_sub = CheckedSubscription(
+            self, Float64MultiArray,
             str(self._value("command_topic", "forward_velocity_controller/commands")),
-            checked_callback(Float64MultiArray, self._on_command, lambda: self._message_limits,
-                             self._on_rejected_command, "command",
-                             with_info=hasattr(Subscription, "CallbackType")),
-            qos, callback_group=self._group, raw=True)
+            self._on_command, qos, lambda: self._message_limits, self._on_rejected_command,
+            "command", with_info=hasattr(Subscription, "CallbackType"),
+            callback_group=self._group)
         self._service = self.create_service(
             SetBool, "~/set_publishing", self._on_set_publishing,
             callback_group=self._service_group)

@@ -122,10 +122,10 @@ from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
 from .intake import (
+    CheckedSubscription,
     MessageLimits,
     MessageRejectedError,
     OnDemandSubscription,
-    checked_callback,
     decode,
     message_limits_from_values,
 )
@@ -217,11 +217,9 @@ class PlannerNode(Node):
                 topics.append(topic)
         for topic in topics:
             try:
-                self._world_subs.append(self.create_subscription(
-                    WorldObjectMsg, topic,
-                    checked_callback(WorldObjectMsg, self._on_world_object, self._limits,
-                                     self._on_rejected_world, "WorldObject"),
-                    reliable, callback_group=self._world_group, raw=True))
+                self._world_subs.append(CheckedSubscription(
+                    self, WorldObjectMsg, topic, self._on_world_object, reliable, self._limits,
+                    self._on_rejected_world, "WorldObject", callback_group=self._world_group))
             except Exception as exc:  # an invalid topic name must not stop the node
                 self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
         try:
@@ -231,11 +229,10 @@ class PlannerNode(Node):
         except ImportError:
             CollisionObject = None
         if CollisionObject is not None:
-            self._world_subs.append(self.create_subscription(
-                CollisionObject, "collision_object",
-                checked_callback(CollisionObject, self._on_collision_object, self._limits,
-                                 self._on_rejected_world, "CollisionObject"),
-                reliable, callback_group=self._world_group, raw=True))
+            self._world_subs.append(CheckedSubscription(
+                self, CollisionObject, "collision_object", self._on_collision_object, reliable,
+                self._limits, self._on_rejected_world, "CollisionObject",
+                callback_group=self._world_group))
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,

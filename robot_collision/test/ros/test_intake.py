@@ -35,6 +35,8 @@ from robot_collision.ros.intake import (
 from robot_collision_interfaces.msg import ClearanceRow, ClearanceTable
 from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
 
+pytestmark = pytest.mark.ros
+
 names = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
 floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
@@ -187,3 +189,4 @@ def test_counts_claiming_more_than_the_bytes_hold_are_malformed() -> None:
         + (5000).to_bytes(4, "little")
     with pytest.raises(MessageRejectedError, match="malformed"):
         decode(raw, JointState)
+
