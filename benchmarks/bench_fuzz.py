@@ -20,11 +20,11 @@ carries a fault (empty layout). Planning goals with malformed fields must end ``
 ``success=false``.
 
 Keys: ``kinds`` (per kind: topic, messages sent, burst seconds, per target node the recovery
-time in s and RSS before/after in MB, alive), ``nodes`` (per node: alive at the end, RSS at
-start/end, worst recovery), ``filter_outputs`` (``checked``, ``non_finite``, ``over_limit``,
-``nonzero_on_fault``: the last three must be 0), ``goals`` / ``check_requests`` (codes seen),
-``max_recovery_s``, ``all_alive``. ``quick``: 200 messages per kind (4 huge), else 10,000 (20
-huge).
+time in s and RSS before/after in MB, alive), ``nodes`` (per node: alive at the end, RSS and
+USS (private memory, without shared DDS segments) at start/end, worst recovery),
+``filter_outputs`` (``checked``, ``non_finite``, ``over_limit``, ``nonzero_on_fault``: the last
+three must be 0), ``goals`` / ``check_requests`` (codes seen), ``max_recovery_s``,
+``all_alive``. ``quick``: 200 messages per kind (4 huge), else 10,000 (20 huge).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from ros_procs import NodeProcesses, ros_environment  # noqa: E402
+from ros_procs import NodeProcesses, OutputCheck, ros_environment  # noqa: E402
 
 __all__ = ["fuzz", "run"]
 
@@ -209,9 +209,10 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
     executor.add_node(node)
     lock = threading.Lock()
     state: dict[str, Any] = {
-        "sent_seq": {}, "checked": 0, "non_finite": 0, "over_limit": 0, "nonzero_on_fault": 0,
-        "judge_outputs": True, "outputs": [], "clearance": [], "arm_states": [], "status": None,
+        "sent_seq": {}, "judge_outputs": True, "outputs": [], "clearance": [], "arm_states": [],
+        "status": None,
     }
+    judge = OutputCheck(vmax)
     stop = threading.Event()
     threads: list[threading.Thread] = []
     result: dict[str, Any] = {}
@@ -241,16 +242,9 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
             with lock:
                 label = msg.layout.dim[0].label if msg.layout.dim else ""
                 state["outputs"].append((t, label))
-                if not state["judge_outputs"]:
-                    return
-                v = np.asarray(msg.data, dtype=float)
-                state["checked"] += 1
-                if not np.all(np.isfinite(v)):
-                    state["non_finite"] += 1
-                elif v.shape == vmax.shape and np.any(np.abs(v) > vmax * (1 + 1e-9) + 1e-12):
-                    state["over_limit"] += 1
-                if not msg.layout.dim and np.any(v != 0.0):
-                    state["nonzero_on_fault"] += 1
+                judging = state["judge_outputs"]
+            if judging:
+                judge.check(msg.data, bool(msg.layout.dim))
 
         def stamp_of(raw: bytes) -> float:  # header stamp: the first 8 payload bytes
             sec, nsec = struct.unpack_from("<iI", raw, 4)
@@ -316,6 +310,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
         threads[-1].start()
         time.sleep(settle)
         rss_start = {nm: round(procs.rss_mb(nm), 1) for nm in NODES}
+        uss_start = {nm: round(procs.uss_mb(nm), 1) for nm in NODES}
 
         # ---- recovery probes
         def filter_recovered(t_end: float) -> Optional[float]:
@@ -443,9 +438,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
         t_end = time.monotonic()
         rec_check = measure(["collision_checker"], t_end)
 
-        with lock:
-            outputs = {k: state[k] for k in ("checked", "non_finite", "over_limit",
-                                             "nonzero_on_fault")}
+        outputs = judge.snapshot()
         result = {
             "kinds": kind_results,
             "goals": {"sent": len(goal_codes), "codes": goal_codes,
@@ -459,6 +452,8 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
             "filter_outputs": outputs,
             "nodes": {nm: {"alive": procs.alive(nm), "rss_mb_start": rss_start[nm],
                            "rss_mb_end": round(procs.rss_mb(nm), 1),
+                           "uss_mb_start": uss_start[nm],
+                           "uss_mb_end": round(procs.uss_mb(nm), 1),
                            "max_recovery_s": worst[nm]} for nm in NODES},
             "max_recovery_s": max(worst.values()),
             "all_alive": all(procs.alive(nm) for nm in NODES),

@@ -3,7 +3,8 @@
 Each node runs in its own process with the package's parameter file, as ``ros2 launch`` starts
 them (``python -m robot_collision.ros.<module>``); :class:`NodeProcesses` starts them, reports
 whether each is alive, its resident memory and CPU time (``psutil``), and stops them with
-SIGINT (then SIGKILL). Logs go to one file per node.
+SIGINT (then SIGKILL). Logs go to one file per node. :class:`OutputCheck` judges the velocity
+filter's outputs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["NODE_MODULES", "NodeProcesses", "ros_environment"]
+__all__ = ["NODE_MODULES", "NodeProcesses", "OutputCheck", "errors_logged", "ros_environment"]
 
 NODE_MODULES = {
     "collision_checker": "robot_collision.ros.checker_node",
@@ -85,6 +86,14 @@ class NodeProcesses:
         except Exception:
             return float("nan")
 
+    def uss_mb(self, name: str) -> float:
+        """Unique (private) memory in MB: RSS without the pages shared with other processes,
+        e.g. DDS shared-memory segments (nan when the process is gone)."""
+        try:
+            return float(self._ps[name].memory_full_info().uss) / 1e6
+        except Exception:
+            return float("nan")
+
     def cpu_seconds(self, name: str) -> float:
         """User + system CPU time so far (nan when the process is gone)."""
         try:
@@ -123,3 +132,42 @@ class NodeProcesses:
                 p.kill()
                 p.wait(5.0)
         return {n: p.returncode for n, p in self.procs.items()}
+
+
+class OutputCheck:
+    """Counts filter outputs (``Float64MultiArray``) that break the filter's promises: non-finite
+    values, a joint over its velocity limit ``vmax`` (n,), or non-zero values in an output that
+    carries a fault (empty layout). Thread-safe."""
+
+    def __init__(self, vmax: Any) -> None:
+        import threading
+
+        import numpy as np
+
+        self._np = np
+        self.vmax = np.asarray(vmax, dtype=float)
+        self.lock = threading.Lock()
+        self.counts = {"checked": 0, "non_finite": 0, "over_limit": 0, "nonzero_on_fault": 0}
+
+    def check(self, data: Any, has_layout: bool) -> None:
+        np = self._np
+        v = np.asarray(data, dtype=float)
+        with self.lock:
+            c = self.counts
+            c["checked"] += 1
+            if not np.all(np.isfinite(v)):
+                c["non_finite"] += 1
+            elif v.shape == self.vmax.shape and np.any(
+                    np.abs(v) > self.vmax * (1 + 1e-9) + 1e-12):
+                c["over_limit"] += 1
+            if not has_layout and np.any(v != 0.0):
+                c["nonzero_on_fault"] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:
+            return dict(self.counts)
+
+
+def errors_logged(text: str) -> int:
+    """Lines of a node log at ERROR or FATAL level."""
+    return sum(1 for line in text.splitlines() if line.startswith(("[ERROR]", "[FATAL]")))
