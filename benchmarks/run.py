@@ -1,14 +1,16 @@
-"""Benchmark runner: ``python benchmarks/run.py NAME [--json] [--quick]``.
+"""Benchmark runner: ``python benchmarks/run.py NAME [--json] [--quick] [--minutes N]``.
 
-Each benchmark lives in ``benchmarks/bench_NAME.py`` and exposes ``run(quick: bool) -> dict``.
-The runner prints a human-readable summary and, with ``--json``, one JSON object as the last
-line of output. ``all`` runs every benchmark in turn.
+Each benchmark lives in ``benchmarks/bench_NAME.py`` and exposes ``run(quick: bool) -> dict``
+(benchmarks that run for a chosen time, e.g. ``soak``, also take ``minutes``). The runner prints
+a human-readable summary and, with ``--json``, one JSON object as the last line of output.
+``all`` runs every benchmark in turn.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import sys
 import time
@@ -28,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("name", help="benchmark name or 'all'; one of: " + ", ".join(available()))
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    ap.add_argument("--minutes", type=float,
+                    help="duration of benchmarks that run for a chosen time (soak)")
     args = ap.parse_args(argv)
     names = available() if args.name == "all" else [args.name]
     results: dict[str, dict] = {}
@@ -36,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown benchmark {name!r}; choose from {', '.join(available())}")
         mod = importlib.import_module(f"bench_{name}")
         t0 = time.perf_counter()
-        res = mod.run(quick=args.quick)
+        kwargs = {}
+        if args.minutes is not None and "minutes" in inspect.signature(mod.run).parameters:
+            kwargs["minutes"] = args.minutes
+        res = mod.run(quick=args.quick, **kwargs)
         res["wall_s"] = round(time.perf_counter() - t0, 2)
         results[name] = res
         print(f"== {name}")

@@ -8,9 +8,11 @@ else they alternate) extends by at most ``max_connection_distance`` (joint-space
 uniform random sample; if the new node is
 reachable, the other tree *connects* towards it: greedily in steps of ``max_connection_distance``
 (standard RRT-Connect, each step kept as a node) or, with ``enable_connect_heuristic``, as one
-straight edge of any length (MATLAB ``manipulatorRRT``). Before the first iteration the direct
-start-goal edge is tried. The goal is a configuration, or a :class:`~robot_collision.planning.ik.
-WorkspaceGoalRegion` whose goal configurations (goal-tree roots) come from IK of sampled poses:
+straight edge of any length (MATLAB ``manipulatorRRT``). Before the first iteration the start
+tree connects towards the goal in the same way (so without the heuristic every edge of a path is
+at most ``max_connection_distance`` long, the first attempt included). The goal is a
+configuration, or a :class:`~robot_collision.planning.ik.WorkspaceGoalRegion` whose goal
+configurations (goal-tree roots) come from IK of sampled poses:
 one before planning and, on each iteration with probability ``workspace_goal_region_bias`` (up
 to ``max_goal_samples``), another one towards which the start tree then extends.
 
@@ -140,6 +142,19 @@ _IOTA = np.arange(_LANES, dtype=np.float64)
 # ------------------------------------------------------------------------------------------
 # options and results
 # ------------------------------------------------------------------------------------------
+MIN_VALIDATION_DISTANCE = 1e-6
+"""Smallest ``RRTOptions.validation_distance`` (rad or m)."""
+MAX_CONNECT_NODES = 100_000
+"""Most nodes one greedy connect may add (bounds the tree storage; a smaller
+``max_connection_distance`` is refused for the robot at hand)."""
+
+
+def _same_skip(a: SkipRule, b: SkipRule) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return {frozenset(p) for p in a} == {frozenset(p) for p in b}
+
+
 @dataclass(frozen=True)
 class RRTOptions:
     """Options of :class:`BiRRT` (units rad / m; distances are joint-space L2).
@@ -150,14 +165,17 @@ class RRTOptions:
             checked configurations (default 1/32 rad, i.e. >= 32 checks per radian).
         max_iterations: extension iterations before ``NoPathFoundError`` (default 10000).
         enable_connect_heuristic: connect the other tree with one straight edge of any length
-            instead of greedy ``max_connection_distance`` steps (default False).
-        workspace_goal_region_bias: probability, on each iteration, of sampling a new goal
-            configuration (IK of a random pose of the region) as the start tree's extension
-            target (default 0.5).
+            instead of greedy ``max_connection_distance`` steps (default False); only then can
+            an edge of a path (the first start-goal attempt included) be longer than
+            ``max_connection_distance``.
+        workspace_goal_region_bias: probability in [0, 1), on each iteration, of sampling a new
+            goal configuration (IK of a random pose of the region) as the start tree's extension
+            target (default 0.5; 1 would leave no uniform samples to explore with).
         ignore_self_collision: check only against the world (default False).
-        skip: self-collision skip rule for a checker built from a robot: ``"parent"``,
-            ``"adjacent"`` or (body, body) pairs (default "parent"); ignored when a
-            ``CollisionChecker`` is given.
+        skip: self-collision skip rule of the checker :class:`BiRRT` builds from a
+            ``RobotModel``: ``"parent"``, ``"adjacent"`` or (body, body) pairs (default None =
+            ``"parent"``). A ``CollisionChecker`` brings its own rules: giving one together
+            with a different ``skip`` is a ``ConfigurationError``.
         seed: random seed; the same seed gives the same path (None = fresh entropy, recorded in
             ``PlanStats.seed``).
         unbounded_sample_range: half-width of the sampling box of joints with infinite limits
@@ -183,7 +201,7 @@ class RRTOptions:
     enable_connect_heuristic: bool = False
     workspace_goal_region_bias: float = 0.5
     ignore_self_collision: bool = False
-    skip: SkipRule = "parent"
+    skip: Optional[SkipRule] = None
     seed: Optional[int] = None
     unbounded_sample_range: float = math.pi
     balance_trees: bool = True
@@ -207,13 +225,18 @@ class RRTOptions:
                      "ik_position_tolerance", "ik_orientation_tolerance", "dynamic_domain_radius",
                      "dynamic_domain_alpha", "dynamic_domain_min_radius"):
             positive(name)
+        if self.validation_distance < MIN_VALIDATION_DISTANCE:
+            raise ConfigurationError(
+                f"RRTOptions.validation_distance must be at least {MIN_VALIDATION_DISTANCE:g} "
+                f"(rad or m; finer checks are meaningless and their count overflows), got "
+                f"{self.validation_distance!r}")
         for name in ("max_iterations", "max_goal_samples", "goal_ik_attempts", "ik_max_iterations"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigurationError(f"RRTOptions.{name} must be an integer >= 1, got {v!r}")
         b = self.workspace_goal_region_bias
-        if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
-            raise ConfigurationError(f"workspace_goal_region_bias must be in [0, 1], got {b!r}")
+        if not (isinstance(b, (int, float)) and 0.0 <= b < 1.0):
+            raise ConfigurationError(f"workspace_goal_region_bias must be in [0, 1), got {b!r}")
         if self.seed is not None and not isinstance(self.seed, (int, np.integer)):
             raise ConfigurationError(f"seed must be an integer or None, got {self.seed!r}")
 
@@ -513,24 +536,43 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
         r_saved = 0.0
         status = 0  # 0 continue, 1 success, -1 interrupted
         if istate[_I_DIRECT] == 0:
-            # direct start -> goal edge (first goal root)
-            dist = _diff_into(nodes[0, 0], nodes[1, 0], cont, has_cont, d)
-            steps = max(1, int(np.ceil(dist / vd)))
-            if use_block:
-                r = _call_or(_edge_free_blocked, 0, nodes[0, 0], d, steps, BF, BI, W, RI,
-                               check_self, istate, hard_deadline, flag)
-            else:
-                r = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin, axis, qidx,
-                               scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
-                               istate, hard_deadline, flag)
-            if r == 1:
-                istate[_I_CONN0] = 0
-                istate[_I_CONN1] = 0
-                return _SUCCESS
-            if r == -1:
-                for k in range(_NSTATE):
-                    istate[k] = saved[k]
-                return _INTERRUPTED
+            # the start tree connects towards the goal (first goal root) before any sampling:
+            # one straight edge with the connect heuristic, else greedy steps of at most
+            # max_connection_distance kept as nodes (like any connect), so that every edge of a
+            # path respects max_connection_distance unless the heuristic is on
+            cur = 0
+            while True:
+                dist = _diff_into(nodes[0, cur], nodes[1, 0], cont, has_cont, d)
+                reach = heuristic or dist <= max_dist
+                if not reach:
+                    f = max_dist / dist
+                    dist = 0.0
+                    for j in range(n):
+                        d[j] *= f
+                        dist += d[j] * d[j]
+                    dist = np.sqrt(dist)
+                steps = max(1, int(np.ceil(dist / vd)))
+                if use_block:
+                    r = _call_or(_edge_free_blocked, 0, nodes[0, cur], d, steps, BF, BI, W, RI,
+                                 check_self, istate, hard_deadline, flag)
+                else:
+                    r = _edge_free(nodes[0, cur], d, steps, q, parent, jtype, origin, axis, qidx,
+                                   scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
+                                   istate, hard_deadline, flag)
+                if r == -1:
+                    for k in range(_NSTATE):
+                        istate[k] = saved[k]
+                    size[0] = s0
+                    return _INTERRUPTED
+                if r == 0:
+                    break
+                if reach:
+                    istate[_I_CONN0] = cur
+                    istate[_I_CONN1] = 0
+                    return _SUCCESS
+                for j in range(n):
+                    qnew[j] = nodes[0, cur, j] + d[j]
+                cur = _add_node(nodes, nodesT, parents, radii, size, 0, qnew, cur, cont)
             istate[_I_DIRECT] = 1
             continue
         a = istate[_I_ACTIVE]
@@ -1059,9 +1101,16 @@ class BiRRT:
         world: Sequence[WorldObject] = (),
     ) -> None:
         if isinstance(checker_or_robot, CollisionChecker):
+            if options.skip is not None and not _same_skip(options.skip, checker_or_robot.skip):
+                raise ConfigurationError(
+                    f"RRTOptions.skip={options.skip!r} conflicts with the CollisionChecker's own "
+                    f"skip rules ({checker_or_robot.skip!r}): skip applies only when BiRRT builds "
+                    "the checker from a RobotModel; set the rules on the CollisionChecker, or "
+                    "leave RRTOptions.skip at None")
             self.checker = checker_or_robot
         elif isinstance(checker_or_robot, RobotModel):
-            self.checker = CollisionChecker(checker_or_robot, skip=options.skip)
+            self.checker = CollisionChecker(
+                checker_or_robot, skip="parent" if options.skip is None else options.skip)
         else:
             raise ConfigurationError(
                 "BiRRT needs a CollisionChecker or a RobotModel, got "
@@ -1147,6 +1196,12 @@ class BiRRT:
         if self._params is None or self._params[0] != key:
             cont = self._cont()
             step_max = float(np.linalg.norm(np.minimum(shi - slo, np.where(cont, np.pi, np.inf))))
+            if step_max / o.max_connection_distance > MAX_CONNECT_NODES:
+                raise ConfigurationError(
+                    f"max_connection_distance {o.max_connection_distance:g} is too small for this "
+                    f"robot: one connect across its joint ranges ({step_max:.3g} rad or m) could "
+                    f"add {step_max / o.max_connection_distance:.3g} nodes (at most "
+                    f"{MAX_CONNECT_NODES:,}); use at least {step_max / MAX_CONNECT_NODES:.3g}")
             max_add = int(np.ceil(step_max / o.max_connection_distance)) + 4
             cap = _LANES * ((max(1024, 4 * max_add) + _LANES - 1) // _LANES)  # (_nearest)
             fpar = np.array([o.max_connection_distance, o.validation_distance,

@@ -47,6 +47,7 @@ __all__ = [
     "TimedTrajectory",
     "time_parameterize",
     "DEFAULT_ACCELERATION_LIMIT",
+    "MAX_SAMPLES",
     "DEFAULT_VELOCITY_LIMIT",
 ]
 
@@ -55,6 +56,8 @@ DEFAULT_ACCELERATION_LIMIT = 2.0
 DEFAULT_VELOCITY_LIMIT = 1.0
 """Velocity limit (rad/s or m/s) for joints whose URDF velocity limit is missing (0) or not
 finite."""
+MAX_SAMPLES = 100_000
+"""Default most samples of a timed trajectory (1000 s at the default 10 ms sample period)."""
 
 Method = Literal["toppra", "linear"]
 
@@ -109,6 +112,25 @@ def _limits(
                 f"(rad/s^2 or m/s^2), got {acceleration_limits!r}"
             )
     return vl * velocity_scaling, al * acceleration_scaling
+
+
+def _check_duration(P: NDArray[np.float64], vl: NDArray[np.float64], al: NDArray[np.float64],
+                    sample_period: float, max_samples: int, velocity_scaling: float,
+                    acceleration_scaling: float) -> None:
+    """Raise ``ConfigurationError`` when the trajectory through ``P`` must last longer than
+    ``max_samples`` samples: every joint needs at least travel / v and, from rest to rest,
+    2 sqrt(travel / a) for its total travel."""
+    travel = np.abs(np.diff(P, axis=0)).sum(axis=0) if len(P) > 1 else np.zeros(P.shape[1])
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        need = np.maximum(travel / vl, 2.0 * np.sqrt(travel / al))
+        need = np.where(travel > 0, need, 0.0)
+        t_min = float(np.max(need)) if need.size else 0.0
+    if not t_min / sample_period <= max_samples:
+        raise ConfigurationError(
+            f"the trajectory would last at least {t_min:.3g} s at velocity_scaling "
+            f"{velocity_scaling:g} and acceleration_scaling {acceleration_scaling:g}: more than "
+            f"max_samples={max_samples:,} samples of {sample_period:g} s; use larger scalings "
+            "(or a longer sample_period)")
 
 
 def _prepare_path(path: ArrayLike, robot: RobotModel) -> NDArray[np.float64]:
@@ -373,6 +395,7 @@ def time_parameterize(
     resolution: float = 1.0 / 32.0,
     max_refinements: int = 4,
     grid_per_segment: int = 40,
+    max_samples: int = MAX_SAMPLES,
 ) -> TimedTrajectory:
     """Time-parameterize a (k, n) path within ``robot.velocity_limits * velocity_scaling`` and
     ``acceleration_limits * acceleration_scaling`` (scalar or (n,); default
@@ -383,6 +406,11 @@ def time_parameterize(
     and ``"toppra"``, the spline between waypoints is collision-checked every ``resolution``
     (joint-space L2) against ``world`` and refined; the returned ``method`` says which
     parameterization was kept. Continuous joints are unwrapped first.
+
+    Before any sampling, a lower bound of the duration (each joint's travel at the scaled
+    velocity and acceleration limits) is compared with ``max_samples`` samples: a longer
+    trajectory (tiny scalings) is a ``ConfigurationError`` instead of an allocation that grows
+    with 1 / scaling.
     """
     names = list(robot.joint_names)
     P0 = _prepare_path(path, robot)
@@ -396,6 +424,8 @@ def time_parameterize(
         raise ConfigurationError("checker must be a CollisionChecker of the same robot model")
     P, owner = _dedupe(P0)
     n = P.shape[1]
+    _check_duration(P, vl, al, sample_period, max_samples, velocity_scaling,
+                    acceleration_scaling)
     if len(P) == 1:
         z = np.zeros((1, n))
         traj = TimedTrajectory(names, P.copy(), z, z.copy(), np.zeros(1),

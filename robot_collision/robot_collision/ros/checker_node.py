@@ -62,6 +62,14 @@ from .conversions import (
     check_result_to_response,
     clearance_table_to_msg,
 )
+from .intake import (
+    LIMIT_PARAMETERS,
+    CheckedSubscription,
+    MessageLimits,
+    MessageRejectedError,
+    message_limits_from_values,
+    validate_limit_parameter,
+)
 from .markers import ClearanceMarkers
 from .point_clouds import (
     CLOUD_PARAMETERS,
@@ -157,6 +165,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "",
     ),
     **CLOUD_PARAMETERS,
+    **LIMIT_PARAMETERS,
 }
 
 
@@ -185,6 +194,9 @@ class CheckerSettings:
     cloud_max_age: float = 1.0
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
+    max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
+    max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
+    max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]
 
 
 def _validate_one(name: str, value: Any) -> Any:
@@ -209,6 +221,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return value
     if name in ("frame_id", "world_file"):
         return str(value).strip()
+    if name in LIMIT_PARAMETERS:
+        return validate_limit_parameter(name, value)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 
@@ -280,12 +294,15 @@ class CollisionCheckerNode(Node):
         self._cloud_group = MutuallyExclusiveCallbackGroup()
 
         self.world = WorldModel()
-        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+        self._message_limits = MessageLimits()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
+                                   message_limits=self._limits)
 
         # ---- parameters: declared with dynamic typing (a mistyped value in a parameter file must
         # not abort the node), then validated here (invalid start-up values → defaults)
         self._settings = start_up_settings(
             self, PARAMETERS, settings_from_values, self.world)
+        self._message_limits = message_limits_from_values(self._settings)
 
         # ---- interfaces
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -293,14 +310,17 @@ class CollisionCheckerNode(Node):
         self._clearance_pub = self.create_publisher(
             ClearanceTableMsg, "~/clearance", qos, qos_overriding_options=overrides)
         self._marker_pub = self.create_publisher(MarkerArray, "~/markers", qos)
-        self._joint_sub = self.create_subscription(
-            JointState, "joint_states", self._on_joint_state, qos,
-            callback_group=self._state_group, qos_overriding_options=overrides)
-        self._world_sub = self.create_subscription(
-            WorldObjectMsg, "~/world_objects", self._on_world_object, qos,
-            callback_group=self._world_group)
+        # inputs arrive serialized and are size-checked before they are deserialized
+        # (robot_collision.ros.intake)
+        self._joint_sub = CheckedSubscription(
+            self, JointState, "joint_states", self._on_joint_state, qos, self._limits,
+            self._on_rejected_joint_state, "JointState", callback_group=self._state_group,
+            qos_overriding_options=overrides)
+        self._world_sub = CheckedSubscription(
+            self, WorldObjectMsg, "~/world_objects", self._on_world_object, qos, self._limits,
+            self._on_rejected_world, "WorldObject", callback_group=self._world_group)
         self._moveit_subs = moveit.subscribe_world(
-            self, self.world, qos, callback_group=self._world_group)
+            self, self.world, qos, callback_group=self._world_group, limits=self._limits)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)
@@ -314,6 +334,10 @@ class CollisionCheckerNode(Node):
         self._loader.start()
 
     # ------------------------------------------------------------------ helpers
+    def _limits(self) -> MessageLimits:
+        """Caps on incoming messages (parameters max_message_*), read per message."""
+        return self._message_limits
+
     @property
     def settings(self) -> CheckerSettings:
         """The parameter values in force."""
@@ -457,6 +481,7 @@ class CollisionCheckerNode(Node):
         self._settings = new
         self.clouds.configure(cloud_settings(new))
         self._cloud_subs.sync()
+        self._message_limits = message_limits_from_values(new)
         if new_pipe is not None:
             self._install(new_pipe)
         if rates_changed:
@@ -478,9 +503,7 @@ class CollisionCheckerNode(Node):
             try:
                 q = pipe.mapper.from_msg(msg)
             except ConversionError as exc:
-                self.stats["rejected"] += 1
-                self.get_logger().error(
-                    f"rejected joint state: {exc}", throttle_duration_sec=1.0)
+                self._on_rejected_joint_state(exc)
                 return
             self._q = q
             stamp = msg.header.stamp
@@ -502,6 +525,10 @@ class CollisionCheckerNode(Node):
                 f"joint state processing failed: {type(exc).__name__}: {exc}",
                 throttle_duration_sec=1.0,
             )
+
+    def _on_rejected_joint_state(self, exc: ConversionError) -> None:
+        self.stats["rejected"] += 1
+        self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=1.0)
 
     def _on_rate_timer(self) -> None:
         try:
@@ -562,6 +589,9 @@ class CollisionCheckerNode(Node):
             )
 
     # ------------------------------------------------------------------ world
+    def _on_rejected_world(self, exc: MessageRejectedError) -> None:
+        self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
+
     def _on_world_object(self, msg: WorldObjectMsg) -> None:
         try:
             what = self.world.apply_msg(msg)
@@ -583,6 +613,13 @@ class CollisionCheckerNode(Node):
                 response.message = "no robot model is loaded yet"
                 return response
             current = self._q
+            cap = self._message_limits.max_message_entries
+            longest = max(len(request.joint_names), len(request.positions))
+            if longest > cap:
+                response.message = (
+                    f"request refused: {longest:,} joint names or positions, above the node's "
+                    f"max_message_entries parameter ({cap:,})")
+                return response
             names, positions = list(request.joint_names), request.positions
             if not names and len(positions) == 0 and current is None:
                 response.message = (

@@ -89,16 +89,31 @@ class ConversionError(RobotCollisionError, ValueError):
 
 
 # --------------------------------------------------------------------------- joint states
+def _shown(value: Any, limit: int = 64) -> str:
+    """``repr`` of a name from a message, cut to ``limit`` characters (error texts and logs
+    must not grow with what a sender puts in a message)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shown_list(names: Sequence[Any], most: int = 12) -> str:
+    shown = ", ".join(_shown(n) for n in list(names)[:most])
+    return f"[{shown}{', ...' if len(names) > most else ''}] ({len(names)} names)"
+
+
 class JointStateMapper:
     """Maps joint-state (names, positions) onto a model's configuration vector by name.
 
     Extra names in a message are ignored (a joint-state topic usually carries gripper or other
     joints); missing model joints, duplicate names, mismatched lengths and non-finite positions
     of model joints raise :class:`ConversionError`. The index mapping of each distinct name list
-    is cached, so a stream of messages with the same layout costs one dictionary look-up.
+    is cached, so a stream of messages with the same layout costs one dictionary look-up (at
+    most 32 name lists of at most 64 KiB of names each: the cache cannot be used to hold on to
+    large messages).
     """
 
     _MAX_LAYOUTS = 32
+    _MAX_CACHED_CHARS = 65536
 
     def __init__(self, joint_names: Sequence[str]) -> None:
         self.joint_names: list[str] = list(joint_names)
@@ -123,9 +138,9 @@ class JointStateMapper:
         unknown: list[str] = []
         for k, name in enumerate(names):
             if not isinstance(name, str):
-                raise ConversionError(f"joint name #{k} is not a string: {name!r}")
+                raise ConversionError(f"joint name #{k} is not a string: {_shown(name)}")
             if name in seen:
-                raise ConversionError(f"joint {name!r} is named twice")
+                raise ConversionError(f"joint {_shown(name)} is named twice")
             seen.add(name)
             i = self._model_index.get(name)
             if i is None:
@@ -135,13 +150,14 @@ class JointStateMapper:
             msg_idx.append(k)
         if unknown and not allow_unknown:
             raise ConversionError(
-                f"unknown joint names {unknown}; the robot model's joints are "
+                f"unknown joint names {_shown_list(unknown)}; the robot model's joints are "
                 f"{', '.join(self.joint_names)}"
             )
         out = (np.asarray(model_idx, dtype=np.int64), np.asarray(msg_idx, dtype=np.int64))
-        if len(self._layouts) >= self._MAX_LAYOUTS:
-            self._layouts.clear()
-        self._layouts[key] = out
+        if sum(len(name) for name in names) <= self._MAX_CACHED_CHARS:
+            if len(self._layouts) >= self._MAX_LAYOUTS:
+                self._layouts.clear()
+            self._layouts[key] = out
         return out
 
     def positions(
@@ -182,7 +198,7 @@ class JointStateMapper:
             missing = [j for i, j in enumerate(self.joint_names) if i not in have]
             raise ConversionError(
                 f"{what} lacks joints {missing} of the robot model "
-                f"(it names {list(names_t)[:12]}{' ...' if len(names_t) > 12 else ''})"
+                f"(it names {_shown_list(names_t)})"
             )
         q[model_idx] = pos[msg_idx]
         if not np.all(np.isfinite(q)):

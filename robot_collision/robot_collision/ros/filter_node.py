@@ -112,6 +112,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 
 try:  # Iron and later
     from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -136,7 +137,15 @@ from .conversions import (
     ConversionError,
     JointStateMapper,
 )
-from .message_timing import arrival_time, with_message_info
+from .intake import (
+    LIMIT_PARAMETERS,
+    CheckedSubscription,
+    MessageLimits,
+    MessageRejectedError,
+    message_limits_from_values,
+    validate_limit_parameter,
+)
+from .message_timing import arrival_time
 from .point_clouds import (
     CLOUD_PARAMETERS,
     CloudSubscriptions,
@@ -270,6 +279,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "'ignore' filters against the rest of the world.",
         "stop | ignore",
     ),
+    **LIMIT_PARAMETERS,
 }
 
 _READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic")
@@ -320,6 +330,9 @@ class FilterNodeSettings:
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
     cloud_timeout_action: str = "stop"
+    max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
+    max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
+    max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]
     options: FilterOptions = field(default=_OPTS, compare=False)
 
     @property
@@ -418,6 +431,8 @@ def _validate_one(name: str, value: Any) -> Any:
             raise ConfigurationError(
                 f"cloud_timeout_action must be 'stop' or 'ignore', got {value!r}")
         return value
+    if name in LIMIT_PARAMETERS:
+        return validate_limit_parameter(name, value)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 
@@ -528,10 +543,13 @@ class VelocityFilterNode(Node):
         self._world_group = MutuallyExclusiveCallbackGroup()
 
         self.world = WorldModel()
-        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+        self._message_limits = MessageLimits()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
+                                   message_limits=self._limits)
 
         self._settings = start_up_settings(
             self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)
+        self._message_limits = message_limits_from_values(self._settings)
 
         s = self._settings
         latest = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -549,19 +567,26 @@ class VelocityFilterNode(Node):
         self._status_pub = self.create_publisher(
             FilterStatus, "~/status", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
             event_callbacks=pub_events)
-        self._command_sub = self.create_subscription(
-            Float64MultiArray, s.command_topic, with_message_info(self._on_command), latest,
+        # Inputs arrive serialized (raw=True) and are size-checked before they are
+        # deserialized (robot_collision.ros.intake): an oversized message costs microseconds.
+        # Commands and states get rclpy's message info (arrival stamps) where it exists.
+        with_info = hasattr(Subscription, "CallbackType")
+        self._command_sub = CheckedSubscription(
+            self, Float64MultiArray, s.command_topic, self._on_command, latest, self._limits,
+            self._on_rejected_command, "command", with_info=with_info,
             callback_group=self._control_group, event_callbacks=sub_events)
-        self._state_sub = self.create_subscription(
-            JointState, s.joint_states_topic, with_message_info(self._on_joint_state), latest,
+        self._state_sub = CheckedSubscription(
+            self, JointState, s.joint_states_topic, self._on_joint_state, latest, self._limits,
+            self._on_rejected_joint_state, "JointState", with_info=with_info,
             callback_group=self._control_group, event_callbacks=sub_events)
-        self._world_sub = self.create_subscription(
-            WorldObjectMsg, "~/world_objects", self._on_world_object,
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
-            callback_group=self._world_group, event_callbacks=sub_events)
+        self._world_sub = CheckedSubscription(
+            self, WorldObjectMsg, "~/world_objects", self._on_world_object,
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE), self._limits,
+            self._on_rejected_world_object, "WorldObject", callback_group=self._world_group,
+            event_callbacks=sub_events)
         self._moveit_subs = moveit.subscribe_world(
             self, self.world, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
-            callback_group=self._world_group)
+            callback_group=self._world_group, limits=self._limits)
         self._service = self.create_service(
             SetProtection, "~/set_protection", self._on_set_protection,
             callback_group=self._service_group)
@@ -612,6 +637,10 @@ class VelocityFilterNode(Node):
         return c.ok, c.fault
 
     # ------------------------------------------------------------------ helpers
+    def _limits(self) -> MessageLimits:
+        """Caps on incoming messages (parameters max_message_*), read per message."""
+        return self._message_limits
+
     def _throttled(self, key: str, period: float = 2.0) -> bool:
         """True at most once per ``period`` seconds per ``key`` (log throttling per reason);
         False while shutting down (callbacks then fail on destroyed handles: not worth a log)."""
@@ -722,6 +751,7 @@ class VelocityFilterNode(Node):
         rate_changed = new.rate != self._settings.rate
         with self._lock:
             self._settings = new
+            self._message_limits = message_limits_from_values(new)
             if robot is not None:
                 self._install(setup, robot, "")
         self.clouds.configure(cloud_settings(new))
@@ -742,15 +772,7 @@ class VelocityFilterNode(Node):
             try:
                 q = setup.mapper.from_msg(msg)
             except ConversionError as exc:
-                self.stats["rejected_joint_states"] += 1
-                with self._lock:
-                    if setup is self._setup:
-                        # a refused state is not the robot's: stop now, not at the timeout
-                        self._state_fault = f"rejected joint state: {exc}"
-                        if self._expiry < math.inf:  # a non-zero output is in force
-                            self._publish(self._zero_cycle(self._state_fault))
-                if self._throttled("bad joint state"):
-                    self.get_logger().error(f"rejected joint state: {exc}")
+                self._reject_joint_state(exc, setup)
                 return
             with self._lock:
                 if setup is self._setup:
@@ -764,6 +786,51 @@ class VelocityFilterNode(Node):
             if self._throttled("joint state error"):
                 self.get_logger().error(f"joint state processing failed: "
                                         f"{type(exc).__name__}: {exc}")
+
+    def _reject_joint_state(self, exc: ConversionError, setup: Optional[_Setup]) -> None:
+        """A joint state that cannot be used (refused by the intake caps, malformed, or not
+        mappable onto the model of ``setup``)."""
+        self.stats["rejected_joint_states"] += 1
+        with self._lock:
+            if setup is not None and setup is self._setup:
+                # a refused state is not the robot's: stop now, not at the timeout
+                self._state_fault = f"rejected joint state: {exc}"
+                if self._expiry < math.inf:  # a non-zero output is in force
+                    self._publish(self._zero_cycle(self._state_fault))
+        if self._throttled("bad joint state"):
+            self.get_logger().error(f"rejected joint state: {exc}")
+
+    def _on_rejected_joint_state(self, exc: MessageRejectedError) -> None:
+        """Intake refusal (over a cap, or not CDR) of a joint state."""
+        try:
+            self.stats["joint_states"] += 1
+            self._reject_joint_state(exc, self._setup)
+        except Exception as err:
+            self.stats["errors"] += 1
+            if self._throttled("joint state error"):
+                self.get_logger().error(f"joint state processing failed: "
+                                        f"{type(err).__name__}: {err}")
+
+    def _on_rejected_command(self, exc: MessageRejectedError) -> None:
+        """Intake refusal of a command: an invalid command (zeros until a valid one arrives)."""
+        try:
+            self.stats["commands"] += 1
+            with self._lock:
+                self._cmd = None
+                self._cmd_error = f"invalid command: {exc}"
+                self._cmd_layout = None
+                self._cmd_time = time.monotonic()
+                self.stats["rejected_commands"] += 1
+                self._publish(self._cycle(time.monotonic()))
+        except Exception as err:
+            self.stats["errors"] += 1
+            if self._throttled("command error"):
+                self.get_logger().error(
+                    f"command processing failed: {type(err).__name__}: {err}")
+
+    def _on_rejected_world_object(self, exc: MessageRejectedError) -> None:
+        if self._throttled("world"):
+            self.get_logger().error(f"world object rejected: {exc}")
 
     def _parse_command(self, msg: Float64MultiArray, n: int) -> tuple[Any, str]:
         """(velocities (n,), "") or (None, reason)."""

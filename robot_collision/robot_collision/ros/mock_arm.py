@@ -47,6 +47,7 @@ import math
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Optional
 
 import numpy as np
@@ -56,12 +57,19 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
 from ..model.robot_model import RobotModel
-from .message_timing import arrival_time, with_message_info
+from .intake import (
+    LIMIT_PARAMETERS,
+    CheckedSubscription,
+    MessageLimits,
+    MessageRejectedError,
+)
+from .message_timing import arrival_time
 from .robot_loader import RobotLoader
 
 __all__ = ["MockArmNode", "PARAMETERS", "main"]
@@ -93,7 +101,15 @@ PARAMETERS: dict[str, tuple[Any, str, bool]] = {
         False,
     ),
     "publish": (True, "Publish joint states (also switched by ~/set_publishing).", False),
+    "max_message_bytes": (LIMIT_PARAMETERS["max_message_bytes"][0],
+                          LIMIT_PARAMETERS["max_message_bytes"][1], False),
+    "max_message_entries": (LIMIT_PARAMETERS["max_message_entries"][0],
+                            LIMIT_PARAMETERS["max_message_entries"][1], False),
 }
+
+
+def _positive_int(v: float) -> bool:
+    return v >= 1 and float(v).is_integer()
 
 
 def _f64(values: NDArray[np.float64]) -> array.array:
@@ -119,7 +135,9 @@ class MockArmNode(Node):
 
         self._group = MutuallyExclusiveCallbackGroup()
         self._service_group = MutuallyExclusiveCallbackGroup()
-        self._loader = RobotLoader(self, self._on_robot, callback_group=self._service_group)
+        self._message_limits = MessageLimits()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._service_group,
+                                   message_limits=lambda: self._message_limits)
         for name, (default, text, read_only) in PARAMETERS.items():
             self.declare_parameter(
                 name, default,
@@ -128,16 +146,23 @@ class MockArmNode(Node):
         self._command_timeout = self._number(
             "command_timeout", 0.1, lambda v: v >= 0, ">= 0 s")
         self._publishing = bool(self._value("publish", True))
+        self._message_limits = MessageLimits(**{
+            name: int(self._number(name, getattr(MessageLimits, name), _positive_int,
+                                   "an integer >= 1"))
+            for name in ("max_message_bytes", "max_message_entries")})
         self._joint_param = [str(j) for j in (self._value("joints", []) or [])]
         self._initial_param = list(self._value("initial_positions", []) or [])
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._state_pub = self.create_publisher(
             JointState, str(self._value("joint_states_topic", "joint_states")), qos)
-        self._command_sub = self.create_subscription(
-            Float64MultiArray,
+        # commands arrive serialized and are size-checked before they are deserialized
+        self._command_sub = CheckedSubscription(
+            self, Float64MultiArray,
             str(self._value("command_topic", "forward_velocity_controller/commands")),
-            with_message_info(self._on_command), qos, callback_group=self._group)
+            self._on_command, qos, lambda: self._message_limits, self._on_rejected_command,
+            "command", with_info=hasattr(Subscription, "CallbackType"),
+            callback_group=self._group)
         self._service = self.create_service(
             SetBool, "~/set_publishing", self._on_set_publishing,
             callback_group=self._service_group)
@@ -233,10 +258,15 @@ class MockArmNode(Node):
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         updates: dict[str, Any] = {}
         for p in params:
-            if p.name not in ("rate", "command_timeout", "publish"):
+            if p.name not in ("rate", "command_timeout", "publish", "max_message_bytes",
+                              "max_message_entries"):
                 continue
             v = p.value
-            if p.name == "publish":
+            if p.name.startswith("max_message_"):
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    return SetParametersResult(
+                        successful=False, reason=f"{p.name} must be an integer >= 1, got {v!r}")
+            elif p.name == "publish":
                 if not isinstance(v, bool):
                     return SetParametersResult(successful=False, reason="publish must be a bool")
             elif isinstance(v, bool) or not isinstance(v, (int, float)) \
@@ -250,12 +280,24 @@ class MockArmNode(Node):
             self._command_timeout = float(updates["command_timeout"])
         if "publish" in updates:
             self._publishing = bool(updates["publish"])
+        limits = {k: int(v) for k, v in updates.items() if k.startswith("max_message_")}
+        if limits:
+            self._message_limits = replace(self._message_limits, **limits)
         if "rate" in updates and float(updates["rate"]) != self._rate:
             self._rate = float(updates["rate"])
             self._make_timer()
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ callbacks
+    def _on_rejected_command(self, exc: MessageRejectedError) -> None:
+        """An oversized or malformed command: hold still until a valid command arrives."""
+        with self._lock:
+            self._cmd = None
+            self.stats["commands"] += 1
+            self.stats["rejected_commands"] += 1
+        if self._throttled("refused"):
+            self.get_logger().warning(f"command rejected ({exc}); holding still")
+
     def _on_command(self, msg: Float64MultiArray, info: Optional[dict[str, Any]] = None) -> None:
         arrived = arrival_time(info)
         try:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from ..errors import RobotCollisionError
+from .intake import CheckedSubscription, MessageLimits, MessageRejectedError
 from .world import WorldModel
 
 __all__ = [
@@ -83,12 +84,15 @@ def subscribe_world(
     qos: Any,
     callback_group: Any = None,
     on_change: Optional[Callable[[], None]] = None,
+    limits: Optional[Callable[[], MessageLimits]] = None,
 ) -> list[Any]:
     """Subscribe ``node`` to the MoveIt world topics (see the module docstring), applying each
     message to ``world``; returns the subscriptions (none without ``moveit_msgs``).
 
-    ``on_change`` is called after a message changed the world. Errors are logged (throttled),
-    never raised: a bad message must not stop the node.
+    ``on_change`` is called after a message changed the world. With ``limits`` (the node's
+    message caps at that moment) messages arrive serialized and are size-checked before they
+    are deserialized (:mod:`robot_collision.ros.intake`). Errors are logged (throttled), never
+    raised: a bad message must not stop the node.
     """
     try:
         from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
@@ -116,13 +120,22 @@ def subscribe_world(
 
         return callback
 
-    return [
-        node.create_subscription(
-            CollisionObject, COLLISION_OBJECT_TOPIC,
-            handler(world.apply_collision_object, COLLISION_OBJECT_TOPIC), qos,
-            callback_group=callback_group),
-        node.create_subscription(
-            PlanningScene, PLANNING_SCENE_TOPIC,
-            handler(world.apply_planning_scene, PLANNING_SCENE_TOPIC), qos,
-            callback_group=callback_group),
-    ]
+    def reject(what: str) -> Callable[[MessageRejectedError], None]:
+        def on_reject(exc: MessageRejectedError) -> None:
+            log.error(f"{what} rejected: {exc}", throttle_duration_sec=1.0)
+
+        return on_reject
+
+    subs: list[Any] = []
+    for msg_type, topic, apply in ((CollisionObject, COLLISION_OBJECT_TOPIC,
+                                    world.apply_collision_object),
+                                   (PlanningScene, PLANNING_SCENE_TOPIC,
+                                    world.apply_planning_scene)):
+        if limits is None:
+            subs.append(node.create_subscription(
+                msg_type, topic, handler(apply, topic), qos, callback_group=callback_group))
+        else:
+            subs.append(CheckedSubscription(
+                node, msg_type, topic, handler(apply, topic), qos, limits, reject(topic),
+                msg_type.__name__, callback_group=callback_group))
+    return subs

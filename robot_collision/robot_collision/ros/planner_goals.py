@@ -170,6 +170,13 @@ def parse_goal(
 
     Limits and collisions are left to the planner (their own error codes).
     """
+    cap = settings.max_message_entries
+    for field_name in ("joint_names", "goal_positions", "start_positions"):
+        size = len(getattr(goal, field_name))
+        if size > cap:
+            raise ConfigurationError(
+                f"{field_name} has {size:,} entries, above the node's max_message_entries "
+                f"parameter ({cap:,})")
     mapper = mapper or JointStateMapper(robot.joint_names)
     names = list(goal.joint_names)
     if not names:

@@ -12,8 +12,9 @@ namespace the action is ``/planner/plan_motion``):
   ``trajectory_msgs/JointTrajectory`` with ``error_code`` / ``message`` / ``planning_time`` /
   ``iterations``. Feedback (iterations, tree sizes, elapsed time) goes out at most
   ``feedback_rate`` times per second while planning, plus once when planning ends.
-- subscribes ``joint_states`` (``sensor_msgs/JointState``, best effort; joints mapped by name,
-  extra joints ignored): the default start state.
+- subscribes ``joint_states`` (``sensor_msgs/JointState``, best effort, depth 10; joints mapped
+  by name, extra joints ignored): the default start state, the newest good one received when
+  a goal asks (read on demand, see "Idle cost").
 - publishes ``~/planned_path`` (``visualization_msgs/MarkerArray``, reliable, transient local):
   the end-effector path (namespace ``end_effector_path``, a LINE_STRIP through the end-effector
   origin along the interpolated path) and ``ghost_poses`` copies of the robot's collision
@@ -36,14 +37,18 @@ model order) and ``goal_positions``; region goals set ``use_goal_region`` and gi
 ``goal_region_bounds`` (6 x 2 row-major) and ``end_effector_offset_pose``. ``start_positions``
 (with ``use_start``) use ``joint_names`` too. Option fields left at 0 take the parameters;
 a goal's ``validation_distance`` may only be finer than the parameter (the operator's safety
-resolution), ``time_limit`` is at most one day. ``shorten`` is on when the goal or the
+resolution) and is at least 1e-6, ``time_limit`` is at most one day, ``max_connection_distance``
+must let one connect cross the joint ranges in at most 100,000 steps, and the scalings must
+leave the timed trajectory at most 100,000 samples (1000 s). Arrays longer than the
+``max_message_entries`` parameter are refused. ``shorten`` is on when the goal or the
 ``shorten`` parameter says so. Joint goals ignore ``end_effector`` (the ``end_effector``
 parameter names the link whose path is drawn). The start state from ``joint_states`` is the
 newest one received; one up to ``start_limit_tolerance`` outside the joint limits is clipped.
 
 Error codes (the action's constants). Malformed requests (unknown, duplicate or missing joint
-names, length mismatches, NaN/inf, negative or out-of-range options, bad region bounds or poses,
-unknown end effector) and "no joint state received" give ``INVALID_GOAL``; the planner's errors
+names, length mismatches, NaN/inf, negative, out-of-range, too small or too large options, bad
+region bounds or poses, unknown end effector) and "no joint state received" give
+``INVALID_GOAL``; the planner's errors
 map one to one: start/goal in collision (the message names the colliding pairs), outside the
 joint limits, goal region unreachable, no path within the time/iteration limit. Every failure
 aborts the goal with its code and a message saying what to change; nothing ever moves (this
@@ -64,11 +69,18 @@ worker thread of the node, one job at a time, so the planner's checker is never 
 concurrently. A goal's execute callback resolves the start state, queues the goal and waits for
 the worker's outcome *or* a stop request: a cancelled or preempted goal gets its result at once,
 also when the worker is in a stage that cannot be interrupted (shortening, TOPP-RA timing: up to
-a few hundred ms, whose output is then discarded); planning proper stops within ~10 ms. Execute
-callbacks block an executor thread while they wait: run the node in a ``MultiThreadedExecutor``
-with at least 2 threads (the ``planner`` console script and ``robot_collision_bringup`` do), so
-that cancel requests, new goals and joint states are served meanwhile. After the robot loads,
-the worker plans once (``warm_up``) so that the compiled kernels are loaded before goal 1.
+a few hundred ms, whose output is then discarded); planning proper stops within ~10 ms. The
+execute callback is a coroutine whose blocking part runs on a helper thread, so any executor
+serves cancel requests and new goals meanwhile; the ``planner`` console script spins a
+``SingleThreadedExecutor`` (a ``MultiThreadedExecutor`` works too but costs several times
+more CPU per wake-up). After the robot loads, the worker plans once (``warm_up``) so that the
+compiled kernels are loaded before goal 1.
+
+Idle cost. Nothing runs periodically while no goal is active: joint states are not received
+one by one but taken from the DDS reader (which keeps the newest 10) when a goal needs its start
+state, so the idle planner uses no CPU whatever the joint-state rate (it used ~25 % of a core
+at 100 Hz joint states, ~97 % under ``ros2 launch`` with the other nodes, in rclpy's per-wake-up
+wait-set handling with a ``MultiThreadedExecutor``).
 
 Parameters are listed in :data:`PARAMETERS` (also in ``config/robot_collision.yaml``). An
 invalid value at start-up is logged and replaced by its default; an invalid change at run time
@@ -112,6 +124,14 @@ from ..planning.ik import WorkspaceGoalRegion
 from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
 from . import moveit
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
+from .intake import (
+    CheckedSubscription,
+    MessageLimits,
+    MessageRejectedError,
+    OnDemandSubscription,
+    decode,
+    message_limits_from_values,
+)
 from .markers import PlannedPathMarkers
 from .planner_execution import (
     GoalContext,
@@ -157,7 +177,7 @@ class PlannerNode(Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
-        self._state_cond = threading.Condition()
+        self._state_lock = threading.Lock()  # the joint-state reader and the newest state
         self._pipeline: Optional[Pipeline] = None
         self._q: Optional[NDArray[np.float64]] = None
         self._q_robot: Optional[RobotModel] = None
@@ -169,14 +189,16 @@ class PlannerNode(Node):
         self.last_cancel_latency: float = math.nan  # s, cancel request -> planner stopped
 
         self._action_group = ReentrantCallbackGroup()
-        self._state_group = MutuallyExclusiveCallbackGroup()
         self._world_group = MutuallyExclusiveCallbackGroup()
 
         self.world = WorldModel()
-        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group)
+        self._message_limits = MessageLimits()
+        self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
+                                   message_limits=self._limits)
 
         self._settings = start_up_settings(
             self, PARAMETERS, settings_from_values, self.world, READ_ONLY)
+        self._message_limits = message_limits_from_values(self._settings)
 
         # ---- interfaces
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -188,13 +210,17 @@ class PlannerNode(Node):
         if self._display_types is not None:
             self._display_pub = self.create_publisher(
                 self._display_types[0], moveit.DISPLAY_TOPIC, reliable)
-        self._joint_sub = self.create_subscription(
-            JointState, "joint_states", self._on_joint_state,
-            QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT),
-            callback_group=self._state_group)
+        # joint states are read when a goal needs its start state (or a cloud its self-filter
+        # state), not received one by one (robot_collision.ros.intake.OnDemandSubscription: DDS
+        # keeps the newest 10; an idle planner costs no CPU whatever the joint-state rate); every
+        # input arrives serialized and is size-checked before it is deserialized
+        self._state_reader = OnDemandSubscription(
+            self, JointState, "joint_states",
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
         self.clouds = SensedClouds(
             cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
-        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._world_group)
+        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._world_group,
+                                              limits=self._limits, before=self.latest_joint_state)
         self._cloud_subs.sync()
         self._world_subs = []
         topics: list[str] = ["~/world_objects"]
@@ -203,13 +229,13 @@ class PlannerNode(Node):
                 topics.append(topic)
         for topic in topics:
             try:
-                self._world_subs.append(self.create_subscription(
-                    WorldObjectMsg, topic, self._on_world_object, reliable,
-                    callback_group=self._world_group))
+                self._world_subs.append(CheckedSubscription(
+                    self, WorldObjectMsg, topic, self._on_world_object, reliable, self._limits,
+                    self._on_rejected_world, "WorldObject", callback_group=self._world_group))
             except Exception as exc:  # an invalid topic name must not stop the node
                 self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
         self._world_subs += moveit.subscribe_world(
-            self, self.world, reliable, callback_group=self._world_group)
+            self, self.world, reliable, callback_group=self._world_group, limits=self._limits)
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,
@@ -226,6 +252,10 @@ class PlannerNode(Node):
         self._loader.start()
 
     # ------------------------------------------------------------------ properties
+    def _limits(self) -> MessageLimits:
+        """Caps on incoming messages (parameters max_message_*), read per message."""
+        return self._message_limits
+
     @property
     def settings(self) -> PlannerSettings:
         """The parameter values in force."""
@@ -353,32 +383,36 @@ class PlannerNode(Node):
         self._settings = new
         self.clouds.configure(cloud_settings(new))
         self._cloud_subs.sync()
+        self._message_limits = message_limits_from_values(new)
         if new_pipe is not None:
             self._install(new_pipe)
         self.get_logger().info(f"parameters updated: {sorted(changed)}")
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ topics
-    def _on_joint_state(self, msg: JointState) -> None:
-        try:
-            pipe = self._pipeline
+    def _read_joint_states(self) -> None:
+        """Take the joint states waiting in the reader; the newest good one becomes the start
+        state (call with ``_state_lock`` held)."""
+        pipe = self._pipeline
+        for raw, _ in self._state_reader.take():
             if pipe is None:
-                return
+                continue
             try:
+                msg = decode(raw, JointState, self._limits(), "JointState")
                 q = pipe.mapper.from_msg(msg)
             except ConversionError as exc:
-                self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
-                return
-            with self._state_cond:
-                self._q = q
-                self._q_robot = pipe.robot
-                self._state_cond.notify_all()
+                self._on_rejected_joint_state(exc)
+                continue
+            self._q = q
+            self._q_robot = pipe.robot
             if self._settings.point_cloud_topics:
                 self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), q)
-        except Exception as exc:
-            self.get_logger().error(
-                f"joint state processing failed: {type(exc).__name__}: {exc}",
-                throttle_duration_sec=2.0)
+
+    def _on_rejected_joint_state(self, exc: ConversionError) -> None:
+        self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
+
+    def _on_rejected_world(self, exc: MessageRejectedError) -> None:
+        self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
 
     def _on_world_object(self, msg: WorldObjectMsg) -> None:
         try:
@@ -388,11 +422,17 @@ class PlannerNode(Node):
             self.get_logger().error(f"world object rejected: {exc}", throttle_duration_sec=1.0)
 
     def _joint_topic(self) -> str:
-        return str(getattr(self._joint_sub, "topic_name", "joint_states"))
+        return self._state_reader.topic_name
 
     def latest_joint_state(self) -> Optional[NDArray[np.float64]]:
-        """The newest joint-state configuration of the current robot (None if none yet)."""
-        with self._state_cond:
+        """The newest good joint-state configuration of the current robot received so far
+        (None if none yet)."""
+        with self._state_lock:
+            try:
+                self._read_joint_states()
+            except Exception as exc:  # a destroyed reader at shutdown, an RMW error
+                self.get_logger().error(f"reading joint states failed: {type(exc).__name__}: "
+                                        f"{exc}", throttle_duration_sec=2.0)
             pipe = self._pipeline
             if self._q is None or pipe is None or self._q_robot is not pipe.robot:
                 return None
@@ -438,17 +478,24 @@ class PlannerNode(Node):
     # ------------------------------------------------------------------ execution
     async def _execute(self, goal_handle: Any) -> Any:
         """Execute callback (a coroutine): the blocking part runs on a helper thread and this
-        awaits it, so the node's executor keeps serving cancel requests, joint states and other
-        goals even when it is a ``SingleThreadedExecutor``."""
+        awaits it, so the node's executor keeps serving cancel requests and other goals even
+        when it is a ``SingleThreadedExecutor``."""
         from rclpy.task import Future
 
-        done: Any = Future(executor=self.executor)
+        executor = self.executor
+        done: Any = Future(executor=executor)
 
         def run() -> None:
             try:
-                done.set_result(self._execute_blocking(goal_handle))
+                outcome: Any = self._execute_blocking(goal_handle)
             except BaseException as exc:
-                done.set_result(exc)
+                outcome = exc
+            done.set_result(outcome)
+            # rclpy resumes an awaiting coroutine only when its executor wakes up for some
+            # other reason (Future.__await__ just yields): wake it, or the result waits for the
+            # next message or timer of the node (forever in an idle planner)
+            if executor is not None:
+                executor.wake()
 
         threading.Thread(target=run, name="planner_goal", daemon=True).start()
         outcome = await done
@@ -534,21 +581,19 @@ class PlannerNode(Node):
             return req.start
         timeout = pipe.settings.joint_state_timeout
         deadline = time.monotonic() + timeout
-        with self._state_cond:
-            while True:
-                q = self.latest_joint_state()
-                if q is not None:
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise GoalError(
-                        ErrorCode.INVALID_GOAL,
-                        f"no joint state received on {self._joint_topic()} within "
-                        f"{timeout:g} s: publish joint states or set use_start and "
-                        "start_positions")
-                if ctx.stop.is_set():
-                    raise PlanningCancelledError("stopped while waiting for a joint state")
-                self._state_cond.wait(min(left, 0.005))
+        while True:  # polls the reader (only while a goal waits for its first joint state)
+            q = self.latest_joint_state()
+            if q is not None:
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GoalError(
+                    ErrorCode.INVALID_GOAL,
+                    f"no joint state received on {self._joint_topic()} within "
+                    f"{timeout:g} s: publish joint states or set use_start and "
+                    "start_positions")
+            if ctx.stop.wait(min(left, 0.005)):
+                raise PlanningCancelledError("stopped while waiting for a joint state")
         tol = pipe.settings.start_limit_tolerance
         robot = pipe.robot
         if tol > 0:
@@ -742,10 +787,11 @@ class PlannerNode(Node):
 
 
 def main(args: Optional[list[str]] = None) -> int:
-    """``planner`` console script: run the node until Ctrl-C / SIGTERM."""
+    """``planner`` console script: run the node until Ctrl-C / SIGTERM, in a
+    ``SingleThreadedExecutor`` (see "Threading" in the module docstring)."""
     from .bringup import run_nodes
 
-    return run_nodes(lambda: [PlannerNode()], args=args)
+    return run_nodes(lambda: [PlannerNode()], args=args, executor_type="single")
 
 
 if __name__ == "__main__":

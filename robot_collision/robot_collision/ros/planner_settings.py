@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import ConfigurationError
-from ..planning.rrt import RRTOptions
+from ..planning.rrt import MIN_VALIDATION_DISTANCE, RRTOptions
 from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT
+from .intake import LIMIT_PARAMETERS, validate_limit_parameter
 from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
 from .wiring import COLLISION_KEYS, apply_parameter_values, validate_collision_parameter
 
@@ -29,7 +30,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         float(_DEFAULT_OPTIONS.validation_distance),
         "Edge collision-checking resolution, joint-space L2 (rad or m); 1/32 = 32 checks per "
         "radian. A goal's nonzero value overrides it.",
-        "> 0",
+        ">= 1e-06",
     ),
     "max_iterations": (
         int(_DEFAULT_OPTIONS.max_iterations),
@@ -45,7 +46,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         float(_DEFAULT_OPTIONS.workspace_goal_region_bias),
         "Probability of sampling a new goal configuration of a goal region on each start-tree "
         "turn.",
-        "0..1",
+        "[0, 1)",
     ),
     "goal_ik_attempts": (
         int(_DEFAULT_OPTIONS.goal_ik_attempts),
@@ -173,6 +174,8 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         ">= 0",
     ),
     **CLOUD_PARAMETERS,
+    # ---- incoming messages
+    **LIMIT_PARAMETERS,
 }
 
 MAX_TIME_LIMIT = 86400.0
@@ -225,6 +228,9 @@ class PlannerSettings:
     feedback_rate: float = 10.0
     warm_up: bool = True
     ghost_poses: int = 4
+    max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
+    max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
+    max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]
 
 
 def _number(value: Any, name: str) -> float:
@@ -251,6 +257,9 @@ def _validate_one(name: str, value: Any) -> Any:
         v = _number(value, name)
         if v <= 0:
             raise ConfigurationError(f"{name} must be > 0, got {value!r}")
+        if name == "validation_distance" and v < MIN_VALIDATION_DISTANCE:
+            raise ConfigurationError(
+                f"{name} must be >= {MIN_VALIDATION_DISTANCE:g}, got {value!r}")
         return v
     if name in ("velocity_scaling", "acceleration_scaling"):
         v = _number(value, name)
@@ -259,8 +268,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return v
     if name == "workspace_goal_region_bias":
         v = _number(value, name)
-        if not 0.0 <= v <= 1.0:
-            raise ConfigurationError(f"{name} must be in [0, 1], got {value!r}")
+        if not 0.0 <= v < 1.0:
+            raise ConfigurationError(f"{name} must be in [0, 1), got {value!r}")
         return v
     if name in ("joint_state_timeout", "start_limit_tolerance"):
         v = _number(value, name)
@@ -296,6 +305,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return validate_collision_parameter(name, value)
     if name in CLOUD_PARAMETERS:
         return validate_cloud_parameter(name, value)
+    if name in LIMIT_PARAMETERS:
+        return validate_limit_parameter(name, value)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 

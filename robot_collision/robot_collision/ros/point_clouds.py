@@ -28,6 +28,7 @@ without such a cloud (the velocity filter then stops or ignores them, see its
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -47,6 +48,7 @@ from ..geometry.point_cloud import PointCloud
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import pose_from_position_quat
 from ..model.robot_model import RobotModel
+from .intake import CheckedSubscription, MessageLimits, MessageRejectedError
 
 __all__ = [
     "CLOUD_PARAMETERS",
@@ -496,12 +498,21 @@ def stamp_seconds(stamp: Any, node: Any) -> float:
 
 class CloudSubscriptions:
     """A node's subscriptions to its ``point_cloud_topics``, feeding ``clouds``; bad clouds are
-    logged (throttled) and never raise out of the callback."""
+    logged (throttled) and never raise out of the callback.
 
-    def __init__(self, node: Any, clouds: SensedClouds, callback_group: Any = None) -> None:
+    With ``limits`` (the node's message caps at that moment) clouds arrive serialized and are
+    size-checked before they are deserialized (:mod:`robot_collision.ros.intake`; the point
+    bytes count against ``max_message_bytes``). ``before`` runs before each cloud is processed
+    (a node that reads joint states on demand takes them there, for the self-filter)."""
+
+    def __init__(self, node: Any, clouds: SensedClouds, callback_group: Any = None,
+                 limits: Optional[Callable[[], MessageLimits]] = None,
+                 before: Optional[Callable[[], object]] = None) -> None:
         self._node = node
         self._clouds = clouds
         self._group = callback_group
+        self._limits = limits
+        self._before = before
         self._subs: dict[str, Any] = {}
 
     @property
@@ -516,17 +527,35 @@ class CloudSubscriptions:
         wanted = self._clouds.settings.point_cloud_topics
         for topic in list(self._subs):
             if topic not in wanted:
-                self._node.destroy_subscription(self._subs.pop(topic))
+                sub = self._subs.pop(topic)
+                if isinstance(sub, CheckedSubscription):
+                    sub.destroy()
+                else:
+                    self._node.destroy_subscription(sub)
         qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT)
         for topic in wanted:
-            if topic not in self._subs:
+            if topic in self._subs:
+                continue
+            if self._limits is None:
                 self._subs[topic] = self._node.create_subscription(
                     PointCloud2, topic, lambda msg, t=topic: self._on_cloud(t, msg), qos,
                     callback_group=self._group)
+            else:
+                self._subs[topic] = CheckedSubscription(
+                    self._node, PointCloud2, topic, functools.partial(self._on_cloud, topic),
+                    qos, self._limits, functools.partial(self._on_rejected, topic),
+                    "PointCloud2", callback_group=self._group)
+
+    def _on_rejected(self, topic: str, exc: MessageRejectedError) -> None:
+        self._clouds.stats["rejected"] += 1
+        self._node.get_logger().error(f"point cloud rejected: {topic}: {exc}",
+                                      throttle_duration_sec=2.0)
 
     def _on_cloud(self, topic: str, msg: Any) -> None:
         log = self._node.get_logger()
         try:
+            if self._before is not None:
+                self._before()
             text = self._clouds.on_message(topic, msg, stamp_seconds(msg.header.stamp, self._node))
             log.debug(text)
         except CloudError as exc:

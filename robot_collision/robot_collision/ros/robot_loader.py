@@ -9,7 +9,10 @@
    ``robot_state_publisher`` publishes it); the node waits for it.
 
 The SRDF (optional) comes from ``robot_description_semantic`` (XML), else ``srdf_path``, else the
-``robot_description_semantic`` topic (as MoveIt's move_group publishes it).
+``robot_description_semantic`` topic (as MoveIt's move_group publishes it). The node subscribes
+to a description topic only while it can use it (the URDF topic while the robot does not come
+from the parameters, the SRDF topic while no SRDF parameter is set), and checks each message's
+size (``max_message_bytes``) before deserializing it.
 
 Errors never stop the node: a malformed (or oversized, see ``limits``) description is logged with
 the parser's reason and the previous model (if any) stays in use. A new description on the
@@ -28,6 +31,7 @@ from typing import Any, Optional
 from ..errors import RobotCollisionError
 from ..load_limits import LoadLimits
 from ..model.robot_model import RobotModel
+from .intake import DEFAULT_MESSAGE_LIMITS, MessageLimits, MessageRejectedError, checked_callback
 from .world import resolve_resource_path
 
 __all__ = ["RobotLoader", "build_robot_model", "ROBOT_PARAMETERS"]
@@ -93,7 +97,9 @@ class RobotLoader:
     ``source`` says where the model came from. Call :meth:`start` once the node is ready to
     receive a model. ``callback_group`` is used for the description subscriptions. ``limits``
     caps what a description may bring in (file sizes, links, meshes; defaults when None): a
-    description over a cap is refused like a malformed one.
+    description over a cap is refused like a malformed one. Descriptions on the topics are
+    size-checked with ``message_limits()`` (the node's caps on incoming messages) before they
+    are deserialized.
     """
 
     def __init__(
@@ -102,6 +108,7 @@ class RobotLoader:
         on_model: Callable[[RobotModel, str], None],
         callback_group: Any = None,
         limits: Optional[LoadLimits] = None,
+        message_limits: Callable[[], MessageLimits] = lambda: DEFAULT_MESSAGE_LIMITS,
     ) -> None:
         from rcl_interfaces.msg import (  # type: ignore[import-untyped,unused-ignore]
             ParameterDescriptor,
@@ -111,14 +118,16 @@ class RobotLoader:
         self._on_model = on_model
         self.limits = limits
         self._callback_group = callback_group
+        self._message_limits = message_limits
         self._lock = threading.RLock()
         self.model: Optional[RobotModel] = None
         self.source = ""
         self._from_parameters = False
         self._topic_urdf = ""
         self._topic_srdf = ""
-        self._subs: list[Any] = []
+        self._subs: dict[str, Any] = {}  # "urdf" / "srdf": the description subscriptions
         self._wait_timer: Any = None
+        self._resubscribe_timer: Any = None
         self._started = False
 
         def desc(text: str, read_only: bool = False) -> Any:
@@ -213,12 +222,27 @@ class RobotLoader:
                 "no robot source in the parameters: keeping the current model; a description "
                 "on the robot_description topic will replace it"
             )
+            self._resubscribe_soon()
             return SetParametersResult(successful=True)
         try:
             self._load(urdf, source, vals, from_parameters=from_parameters, raise_errors=True)
         except RobotCollisionError as exc:
             return SetParametersResult(successful=False, reason=f"robot not loaded: {exc}")
+        self._resubscribe_soon()
         return SetParametersResult(successful=True)
+
+    def _resubscribe_soon(self) -> None:
+        """Update the description subscriptions once the parameter change is in force (the
+        parameter callback runs before the node's values change)."""
+        def once() -> None:
+            timer, self._resubscribe_timer = self._resubscribe_timer, None
+            if timer is not None:
+                self._node.destroy_timer(timer)
+            self._subscribe()
+
+        if self._resubscribe_timer is None:
+            self._resubscribe_timer = self._node.create_timer(
+                0.05, once, callback_group=self._callback_group)
 
     # ------------------------------------------------------------------ loading
     def start(self) -> Optional[RobotModel]:
@@ -234,25 +258,43 @@ class RobotLoader:
         return self.model
 
     def _subscribe(self) -> None:
+        """Subscribe to the description topics the node can use now, unsubscribe from the
+        others: the URDF topic only while the robot does not come from the parameters, the SRDF
+        topic only while no SRDF parameter is set. A node configured by parameters then takes
+        no traffic from these topics (a 70 MB description on them used to stall every node's
+        DDS reception for seconds before being refused)."""
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
 
         topic = str(self._param("robot_description_topic", "robot_description")).strip()
-        if not topic or self._subs:
-            return
+        vals = self._values()
+        wanted = {
+            "urdf": bool(topic) and not self._from_parameters,
+            "srdf": bool(topic) and not (str(vals["robot_description_semantic"]).strip()
+                                         or str(vals["srdf_path"]).strip()),
+        }
         qos = QoSProfile(
             depth=1,
             reliability=ReliabilityPolicy.RELIABLE,
             durability=DurabilityPolicy.TRANSIENT_LOCAL,
         )
-        self._subs.append(self._node.create_subscription(
-            String, topic, self._on_description, qos, callback_group=self._callback_group))
-        self._subs.append(self._node.create_subscription(
-            String, topic + "_semantic", self._on_semantic, qos,
-            callback_group=self._callback_group))
+        for key, name, callback in (("urdf", topic, self._on_description),
+                                    ("srdf", topic + "_semantic", self._on_semantic)):
+            sub = self._subs.get(key)
+            if wanted[key] and sub is None:
+                self._subs[key] = self._node.create_subscription(
+                    String, name,
+                    checked_callback(String, callback, self._message_limits, self._on_refused,
+                                     "robot_description" if key == "urdf"
+                                     else "robot_description_semantic"),
+                    qos, callback_group=self._callback_group, raw=True)
+            elif not wanted[key] and sub is not None:
+                del self._subs[key]
+                self._node.destroy_subscription(sub)
 
     def _start_wait_reminder(self) -> None:
-        topic = self._subs[0].topic_name if self._subs else None
+        sub = self._subs.get("urdf")
+        topic = sub.topic_name if sub is not None else None
 
         def remind() -> None:
             if self.model is not None:
@@ -314,6 +356,10 @@ class RobotLoader:
             log.error(f"the node could not use the new robot model: {type(exc).__name__}: {exc}")
             if raise_errors:
                 raise RobotCollisionError(str(exc)) from exc
+
+    def _on_refused(self, exc: MessageRejectedError) -> None:
+        keep = "keeping the current model" if self.model is not None else "no robot model yet"
+        self._node.get_logger().error(f"{exc} ({keep})", throttle_duration_sec=1.0)
 
     def _on_description(self, msg: Any) -> None:
         try:

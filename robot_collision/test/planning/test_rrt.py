@@ -235,8 +235,48 @@ def test_input_errors(arm, checker, world, pairs) -> None:
         RRTOptions(max_connection_distance=0)
     with pytest.raises(ConfigurationError):
         RRTOptions(workspace_goal_region_bias=2.0)
+    with pytest.raises(ConfigurationError, match=r"\[0, 1\)"):
+        RRTOptions(workspace_goal_region_bias=1.0)  # documented [0, 1): accepted before
     with pytest.raises(ConfigurationError):
         planner.plan(start, goal, time_limit=-1.0)
+    # tiny resolutions: the edge-check count overflowed (1e-300: an edge got one check) and a
+    # tiny connection distance allocated a tree of 1e300 nodes (ValueError)
+    with pytest.raises(ConfigurationError, match="validation_distance"):
+        RRTOptions(validation_distance=1e-300)
+    with pytest.raises(ConfigurationError, match=r"max_connection_distance.*too small"):
+        BiRRT(checker, RRTOptions(max_connection_distance=1e-300), world).plan(start, goal)
+
+
+def test_every_edge_respects_max_connection_distance_without_the_heuristic(
+        arm, checker) -> None:
+    """Free space, start and goal far apart: the first start-goal attempt used to be one
+    straight edge (1.9 rad with the setting at 0.1) although the heuristic was off."""
+    start = arm.home_configuration()
+    goal = np.clip(start + 0.7, arm.lower, arm.upper)
+    for mcd in (0.1, 0.35):
+        res = BiRRT(checker, RRTOptions(max_connection_distance=mcd, seed=1)).plan(start, goal)
+        edges = np.linalg.norm(np.diff(res.waypoints, axis=0), axis=1)
+        assert np.linalg.norm(goal - start) > 5 * mcd
+        assert edges.max() <= mcd + 1e-9, edges.max()
+        assert np.allclose(res.waypoints[0], start) and np.allclose(res.waypoints[-1], goal)
+        assert_path_valid(checker, res.waypoints, [])
+    # with the heuristic the direct edge may be long (MATLAB manipulatorRRT)
+    res = BiRRT(checker, RRTOptions(max_connection_distance=0.1, enable_connect_heuristic=True,
+                                    seed=1)).plan(start, goal)
+    assert len(res.waypoints) == 2
+
+
+def test_skip_option_with_a_checker_is_honoured_or_refused(arm) -> None:
+    parent = CollisionChecker(arm)  # skip="parent"
+    BiRRT(parent, RRTOptions(skip="parent"))  # the same rule: fine
+    with pytest.raises(ConfigurationError, match="skip"):
+        BiRRT(parent, RRTOptions(skip="adjacent"))  # was silently ignored
+    pairs = [(arm.body_names[0], arm.body_names[2])]
+    listed = CollisionChecker(arm, skip=pairs)
+    BiRRT(listed, RRTOptions(skip=[(p[1], p[0]) for p in pairs]))  # same pairs, either order
+    built = BiRRT(arm, RRTOptions(skip="adjacent"))  # from a robot: the option is used
+    assert built.checker.skip == "adjacent"
+    assert BiRRT(arm).checker.skip == "parent"
 
 
 def test_start_and_goal_in_collision_name_the_pair(arm, checker, world, pairs) -> None:

@@ -108,3 +108,17 @@ def test_spline_is_collision_checked_and_refined(arm) -> None:
     check_limits(traj, arm.velocity_limits, np.full(7, DEFAULT_ACCELERATION_LIMIT))
     np.testing.assert_allclose(traj.positions[traj.waypoint_indices], P, atol=1e-12)
     assert checker.is_valid_batch(traj.positions, world).all()
+
+
+@pytest.mark.parametrize("field", ["velocity_scaling", "acceleration_scaling"])
+@pytest.mark.parametrize("value", [1e-300, 1e-9, 1e-4])
+def test_tiny_scalings_are_refused_before_sampling(arm, path, field, value) -> None:
+    """A scaling of 1e-9 allocated 144 GiB (MemoryError), 1e-300 raised ValueError: the lower
+    bound of the duration is checked first (here >= 100,000 samples of 10 ms)."""
+    kw = {"acceleration_scaling": value} if field == "acceleration_scaling" else {}
+    vs = value if field == "velocity_scaling" else 1.0
+    if field == "acceleration_scaling" and value > 1e-6:
+        time_parameterize(path, arm, vs, **kw)  # 1e-4: ~100 s, within the cap
+        return
+    with pytest.raises(ConfigurationError, match=r"last at least.*max_samples"):
+        time_parameterize(path, arm, vs, **kw)

@@ -222,6 +222,24 @@ def test_service_returns_core_matrices(ros: Any, setup: SimpleNamespace,
         resp, core.check(Q_HIT, world.objects(), exhaustive=True, ignore_self=True))
 
 
+def test_service_follows_the_conventions_its_srv_documents(
+        ros: Any, setup: SimpleNamespace, robot: RobotModel) -> None:
+    """CheckCollision.srv (MATLAB checkCollision's layout): rows are every body then the base;
+    a skipped pair has +Inf separation and +Inf witness points, a colliding pair NaN (the .srv
+    said NaN witnesses for skipped pairs and rows of links with geometry only)."""
+    resp = _check(ros, setup, [f"joint{i + 1}" for i in range(7)], Q_HIT)
+    assert list(resp.row_names) == [*robot.body_names, robot.base_name]
+    rows, cols = list(resp.row_names), list(resp.column_names)
+    assert cols[: len(rows)] == rows
+    sep = np.asarray(resp.separation).reshape(len(rows), len(cols))
+    wit = np.asarray(resp.witness).reshape(len(rows), len(cols), 2, 3)
+    skipped = (rows.index("link1"), cols.index(robot.base_name))  # a body and its parent
+    assert sep[skipped] == math.inf and np.all(wit[skipped] == math.inf)
+    assert np.all(np.isinf(np.diagonal(sep)))
+    hit = (rows.index("tool"), cols.index("table"))
+    assert math.isnan(sep[hit]) and np.all(np.isnan(wit[hit]))
+
+
 def test_service_fills_missing_joints_from_joint_state(
         ros: Any, setup: SimpleNamespace, core: CollisionChecker, world: WorldModel) -> None:
     req_without_state = _check(ros, setup, ["joint2"], [1.2])

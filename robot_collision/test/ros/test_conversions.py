@@ -116,6 +116,24 @@ def test_joint_state_errors(names: list[str], positions: list[float], text: str)
     assert text in str(info.value)
 
 
+def test_errors_and_the_layout_cache_do_not_grow_with_the_message() -> None:
+    """A 100,000-character name (the fuzz's long_name) was copied whole into every error text
+    and log line; distinct long name lists were kept in the layout cache."""
+    m = JointStateMapper(NAMES)
+    long_name = "j" * 100_000
+    cases = [([*NAMES[:6], long_name], [0.0] * 7), ([long_name, long_name], [0.0, 0.0]),
+             ([f"{i}{long_name}" for i in range(40)], [0.0] * 40)]
+    for names, positions in cases:
+        with pytest.raises(ConversionError) as info:
+            m.positions(names, positions, allow_unknown=False)
+        assert len(str(info.value)) < 2000
+        with pytest.raises(ConversionError) as info:
+            m.positions(names, positions)
+        assert len(str(info.value)) < 2000
+    assert sum(len(n) for key in m._layouts for n in key) <= 32 * JointStateMapper._MAX_CACHED_CHARS
+    assert all(long_name not in key for key in m._layouts)
+
+
 def test_unknown_names_strict() -> None:
     m = JointStateMapper(NAMES)
     with pytest.raises(ConversionError, match="unknown joint names \\['elbow'\\]"):

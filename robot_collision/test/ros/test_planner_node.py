@@ -134,6 +134,10 @@ def _params(**extra: Any) -> list[Parameter]:
         "world_file": str(WORLD_FILE),
         "seed": 7,
         "goal_ik_attempts": 60,
+        # edges are checked every validation_distance; between two checks a path may graze an
+        # obstacle by a fraction of a millimetre (seen: 0.7 mm): plan with a margin, as the
+        # shipped configuration does (0.02 m), and check the result without one
+        "padding": 0.005,
     }
     values.update(extra)
     return [Parameter(k, value=v) for k, v in values.items()]
@@ -430,6 +434,15 @@ def test_outside_limits(planner: SimpleNamespace) -> None:
         ("huge time limit", {"time_limit": 1e300}, ["time_limit"]),
         ("velocity scaling > 1", {"velocity_scaling": 1.5}, ["velocity_scaling"]),
         ("negative iterations", {"max_iterations": -5}, ["max_iterations"]),
+        # tiny positive values: INTERNAL_ERROR (allocation failures) before issue 10 item 5
+        ("tiny velocity scaling", {"velocity_scaling": 1e-300}, ["velocity_scaling", "last"]),
+        ("tiny acceleration scaling", {"acceleration_scaling": 1e-300},
+         ["acceleration_scaling", "last"]),
+        ("tiny validation", {"validation_distance": 1e-300}, ["validation_distance", "1e-06"]),
+        ("tiny connection distance", {"max_connection_distance": 1e-300},
+         ["max_connection_distance", "too small"]),
+        ("1e5 goal values", {"names": [], "goal": [0.0] * 100_000},
+         ["goal_positions", "max_message_entries"]),
     ],
 )
 def test_invalid_goal(

@@ -87,3 +87,40 @@ def test_running_node_keeps_its_model_on_bad_descriptions(ros: Any) -> None:
     finally:
         ros.remove_node(pub_node)
         ros.remove_node(node)
+
+
+def test_description_topics_are_subscribed_only_while_usable(ros: Any) -> None:
+    """A robot from the parameters: no subscription to robot_description (a huge description
+    there cost every node seconds of DDS reception before being refused); cleared parameters:
+    the topic is subscribed again and its description loads."""
+    from rclpy.parameter import Parameter
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    urdf_path, srdf_path = default_robot_paths()
+    ns = ros.namespace()
+    node = ros.add_node(__import__("rclpy").create_node(
+        "loader_host", context=ros.context, namespace=ns, parameter_overrides=[
+            Parameter("urdf_path", value=str(urdf_path)),
+            Parameter("srdf_path", value=str(srdf_path))]))
+    models: list[RobotModel] = []
+    loader = RobotLoader(node, lambda model, source: models.append(model))
+    loader.start()
+    pub_node = ros.helper(ns)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    urdf_pub = pub_node.create_publisher(String, "robot_description", latched)
+    srdf_pub = pub_node.create_publisher(String, "robot_description_semantic", latched)
+    try:
+        assert len(models) == 1
+        assert not ros.wait_until(lambda: urdf_pub.get_subscription_count() > 0, timeout=1.0)
+        assert srdf_pub.get_subscription_count() == 0
+        urdf_pub.publish(String(data=URDF.replace('name="rc_arm"', 'name="from_topic"', 1)))
+        node.set_parameters([Parameter("urdf_path", value=""), Parameter("srdf_path", value="")])
+        assert ros.wait_until(lambda: urdf_pub.get_subscription_count() > 0
+                              and srdf_pub.get_subscription_count() > 0)
+        assert ros.wait_until(lambda: loader.model is not None
+                              and loader.model.name == "from_topic")
+    finally:
+        ros.remove_node(pub_node)
+        ros.remove_node(node)

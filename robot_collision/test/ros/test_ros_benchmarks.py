@@ -1,0 +1,59 @@
+"""Small versions of the fuzz and soak benchmarks (``benchmarks/bench_fuzz.py``,
+``benchmarks/bench_soak.py``): the four nodes as separate processes with the package's
+parameter file, as ``ros2 launch`` starts them. The long versions are
+``benchmarks/run.py fuzz`` and ``benchmarks/run.py soak --minutes N``.
+
+Fuzz: after each burst of bad messages (huge ones included) every node that takes the kind
+does its normal work again within 1 s of good input, no node dies, the filter never outputs a
+non-finite value, a value over a velocity limit or a non-zero value on a fault, malformed
+goals end INVALID_GOAL (never INTERNAL_ERROR) and malformed collision checks fail.
+Soak: a short run of normal traffic logs no error, keeps every filter output within its
+promises and leaves the idle planner at no more than 2 % of a core.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("rclpy")
+pytest.importorskip("psutil")
+
+import bench_fuzz
+import bench_soak
+
+pytestmark = pytest.mark.ros
+
+RECOVERY_S = 1.0  # issue 10: each node resumes normal work within 1 s of good input
+
+
+def _no_violations(outputs: dict[str, int]) -> None:
+    assert outputs["checked"] > 0
+    bad = {k: v for k, v in outputs.items() if k != "checked" and v}
+    assert not bad, f"filter outputs broke its promises: {bad}"
+
+
+def test_fuzz_small() -> None:
+    r = bench_fuzz.fuzz(per_kind=40, huge_count=2, goal_count=100, settle=1.0)
+    assert "error" not in r, r
+    assert r["all_alive"], {n: v["alive"] for n, v in r["nodes"].items()}
+    _no_violations(r["filter_outputs"])
+    slow = {(kind, node): rec for kind, v in r["kinds"].items()
+            for node, rec in v["recovery_s"].items() if rec is None or rec > RECOVERY_S}
+    assert not slow, f"recovery after a burst above {RECOVERY_S} s: {slow} (logs in {r['log_dir']})"
+    assert r["goals"]["internal_error"] == 0, r["goals"]["codes"]
+    assert not r["goals"]["unexpected"], r["goals"]["unexpected"]
+    assert r["goals"]["recovery_s"] is not None
+    assert not r["check_requests"]["succeeded_on_bad_input"], r["check_requests"]
+    assert set(r["exit_codes"].values()) == {0}, r["exit_codes"]
+
+
+def test_soak_small() -> None:
+    r = bench_soak.soak(minutes=0.25, idle=4.0, warmup=3.0, sample_period=2.0)
+    assert "error" not in r, r
+    assert r["all_alive"]
+    _no_violations(r["filter_outputs"])
+    assert r["errors_logged"] == 0, {n: v["errors_logged"] for n, v in r["nodes"].items()}
+    assert r["outputs_matched"] >= 0.8 * r["commands_sent"], r
+    assert r["goals_succeeded"] == r["goals_sent"] >= 1
+    assert r["nodes"]["planner"]["idle_cpu_pct"] <= 2.0, r["nodes"]["planner"]
+    assert set(r["exit_codes"].values()) == {0}, r["exit_codes"]
