@@ -299,7 +299,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
 
         # ---- wait until every node works
         t_start = time.monotonic()
-        ready = procs.wait_for_log("planner", "warm-up done", 240.0)
+        ready = procs.wait_for_log("planner", "planner kernels ready", 240.0)
         while time.monotonic() - t_start < 240.0 and not (
                 state["clearance"] and state["arm_states"] and state["status"] is not None):
             time.sleep(0.2)

@@ -117,7 +117,7 @@ def soak(minutes: float = 10.0, idle: float = 20.0, warmup: float = 30.0,
 
         threads.append(threading.Thread(target=spin, name="soak_spin", daemon=True))
         threads[-1].start()
-        if not (procs.wait_for_log("planner", "warm-up done", 300.0)
+        if not (procs.wait_for_log("planner", "planner kernels ready", 300.0)
                 and goal_client.wait_for_server(timeout_sec=60.0)):
             return {"error": "nodes did not come up",
                     "logs": {nm: procs.log_text(nm)[-2000:] for nm in NODES}}

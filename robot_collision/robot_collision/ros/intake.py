@@ -426,6 +426,8 @@ class CheckedSubscription:
                  on_reject: Callable[[MessageRejectedError], None], what: str = "",
                  with_info: bool = False, **kwargs: Any) -> None:
         self._node = node
+        self.callback = callback
+        """The callback of decoded messages (``callback(msg)``)."""
         self._sub = node.create_subscription(
             msg_type, topic,
             checked_callback(msg_type, callback, limits, on_reject, what, with_info),

@@ -190,3 +190,21 @@ def test_counts_claiming_more_than_the_bytes_hold_are_malformed() -> None:
     with pytest.raises(MessageRejectedError, match="malformed"):
         decode(raw, JointState)
 
+
+
+def test_byte_arrays_count_against_the_byte_cap_only() -> None:
+    """A point cloud's data (uint8[], here 1.2 MB: 100,000 points) is not an 'entries' field:
+    only max_message_bytes bounds it; its other sequences (fields) still have the entry cap."""
+    from sensor_msgs.msg import PointCloud2, PointField
+
+    msg = PointCloud2(height=1, width=100_000, point_step=12, row_step=1_200_000,
+                      is_dense=True, data=bytes(1_200_000))
+    msg.fields = [PointField(name=a, offset=4 * i, datatype=7, count=1)
+                  for i, a in enumerate("xyz")]
+    raw = serialize_message(msg)
+    out = decode(raw, PointCloud2, MessageLimits(max_message_entries=10))
+    assert out.width == 100_000 and len(out.data) == 1_200_000
+    with pytest.raises(MessageRejectedError, match="max_message_bytes"):
+        decode(raw, PointCloud2, MessageLimits(max_message_bytes=1_000_000))
+    with pytest.raises(MessageRejectedError, match="fields has 3 entries"):
+        decode(raw, PointCloud2, MessageLimits(max_message_entries=2))
