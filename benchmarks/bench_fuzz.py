@@ -108,8 +108,10 @@ def command_variants(n: int, huge: bool, valid_values: bool) -> list[tuple[str, 
         ("garbage", b"\x00\x01\x00\x00" + bytes(range(256)) * 2),
         ("bad_count", _cdr(b"", 0xFFFFFFF0)),
     ]
-    if valid_values:  # well-formed but far over every velocity limit: must be clipped
-        out.append(("huge_values", cmd([1e308, -1e308] * (n // 2) + [1e308] * (n % 2))))
+    if valid_values:  # well-formed but far over every velocity limit: must be clipped.
+        # Tagged with a layout: the filter copies a command's layout to its output and marks a
+        # fault by an empty one, so an untagged valid command would read as a fault here.
+        out.append(("huge_values", cmd([1e308, -1e308] * (n // 2) + [1e308] * (n % 2), 1)))
     if huge:
         out += [("values_1e6", cmd([0.0] * BIG)), ("dims_1e5", cmd([0.1] * n, 100_000))]
     return out

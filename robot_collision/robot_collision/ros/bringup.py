@@ -179,9 +179,11 @@ def run_nodes(
     )
 
     from .entry import stop_requested
+    from .heap import release_large_allocations
 
     if stop_requested():  # SIGINT/SIGTERM while the process was importing
         return 0
+    release_large_allocations()  # a burst of oversized messages must not stay resident
     rclpy.init(args=args)
     nodes: list[Any] = []
     executors: list[Any] = []
