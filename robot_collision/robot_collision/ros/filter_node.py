@@ -100,7 +100,6 @@ import array
 import math
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
@@ -145,7 +144,7 @@ from .intake import (
     message_limits_from_values,
     validate_limit_parameter,
 )
-from .message_timing import arrival_time
+from .message_timing import LatencyRecord, arrival_time
 from .point_clouds import (
     CLOUD_PARAMETERS,
     CloudSubscriptions,
@@ -534,7 +533,7 @@ class VelocityFilterNode(Node):
         self.stats = {"commands": 0, "rejected_commands": 0, "joint_states": 0,
                       "rejected_joint_states": 0, "ticks": 0, "published": 0, "zeros": 0,
                       "watchdog": 0, "errors": 0}
-        self.command_latencies: deque[float] = deque(maxlen=200_000)
+        self.command_latencies = LatencyRecord(200_000)
         """Seconds from a command's arrival (the DDS receive stamp where rclpy provides it, else
         entering the callback) to its output's ``publish()`` returning, newest last."""
 

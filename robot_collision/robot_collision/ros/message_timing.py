@@ -11,10 +11,10 @@ ns of the system clock) to callbacks that take two arguments.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
-__all__ = ["with_message_info", "arrival_time"]
+__all__ = ["LatencyRecord", "arrival_time", "with_message_info"]
 
 _MAX_DELAY = 10.0  # s: a larger (or negative) queueing delay means the wall clock jumped
 
@@ -39,3 +39,37 @@ def arrival_time(info: Optional[dict[str, Any]]) -> float:
         if 0.0 <= delay < _MAX_DELAY:
             return now - delay
     return now
+
+
+class LatencyRecord:
+    """The newest ``capacity`` latencies (s) of a node, in memory allocated once.
+
+    A node that runs for days must not grow: a ``deque`` of Python floats costs 32 bytes per
+    entry as it fills (the velocity filter's 200,000 command latencies grew its process by
+    0.19 MB a minute for the 33 minutes they took to fill, at 100 commands/s). Here the samples
+    live in one float64 array written in full at construction (its pages are resident from the
+    start). ``append`` / ``clear`` / ``len`` / iteration (oldest first) as a deque.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        import numpy as np
+
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self._buf = np.full(int(capacity), np.nan)
+        self._count = 0  # samples appended since the last clear()
+
+    def append(self, seconds: float) -> None:
+        self._buf[self._count % len(self._buf)] = seconds
+        self._count += 1
+
+    def clear(self) -> None:
+        self._count = 0
+
+    def __len__(self) -> int:
+        return min(self._count, len(self._buf))
+
+    def __iter__(self) -> Iterator[float]:
+        n, cap = len(self), len(self._buf)
+        start = self._count - n
+        return iter([float(self._buf[(start + i) % cap]) for i in range(n)])
