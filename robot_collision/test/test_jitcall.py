@@ -124,7 +124,7 @@ def test_planner_edge_checks_have_no_reference_counting(default_robot: RobotMode
     in, each edge costs ~0.7 us more (a third of a cage plan's time, measured)."""
     from robot_collision import Box
     from robot_collision.collision import block_kernels as bk
-    from robot_collision.planning import rrt
+    from robot_collision.planning import rrt_kernels as rrt
     from robot_collision.planning.ik import FASTMATH
 
     checker = CollisionChecker(default_robot)
