@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 from robot_collision import CollisionChecker, RobotModel, Sphere, WorldObject
-from robot_collision.collision.kernels import _valid_at, unpack_scene
+from robot_collision.collision.kernels import _valid_at
+from robot_collision.collision.scene_packing import unpack_scene
 from robot_collision.jitcall import borrowed_view, call_or, flat_view, inline_call_or, nothrow
 from robot_collision.model.kinematics import fk_into
 

@@ -16,7 +16,8 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from ..collision.checker import CollisionChecker
-from ..collision.kernels import _valid_at, unpack_scene
+from ..collision.kernels import _valid_at
+from ..collision.scene_packing import unpack_scene
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..jitcall import call_or as _call_or

@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit
 
 from ..collision import block_kernels as _bk
-from ..collision.kernels import _valid_at, packed_valid, unpack_scene
+from ..collision.kernels import _valid_at, packed_valid
+from ..collision.scene_packing import unpack_scene
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
