@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 from robot_collision import CollisionChecker, RobotModel, Sphere, WorldObject
-from robot_collision.collision.kernels import _valid_at, unpack_scene
+from robot_collision.collision.kernels import _valid_at
+from robot_collision.collision.scene_packing import unpack_scene
 from robot_collision.jitcall import borrowed_view, call_or, flat_view, inline_call_or, nothrow
 from robot_collision.model.kinematics import fk_into
 
@@ -124,7 +125,7 @@ def test_planner_edge_checks_have_no_reference_counting(default_robot: RobotMode
     in, each edge costs ~0.7 us more (a third of a cage plan's time, measured)."""
     from robot_collision import Box
     from robot_collision.collision import block_kernels as bk
-    from robot_collision.planning import rrt
+    from robot_collision.planning import rrt_kernels as rrt
     from robot_collision.planning.ik import FASTMATH
 
     checker = CollisionChecker(default_robot)

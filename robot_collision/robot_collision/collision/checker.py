@@ -42,7 +42,6 @@ from .clearance import ClearanceTable, clearance_table
 from .kernels import (
     matlab_matrices,
     motion_valid,
-    pack_scene,
     packed_pairs,
     packed_valid,
     packed_valid_batch,
@@ -50,6 +49,7 @@ from .kernels import (
 )
 from .results import CheckResult, PairDistances
 from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arrays
+from .scene_packing import pack_scene
 
 __all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
 
@@ -464,7 +464,7 @@ class CollisionChecker:
         self, world: Sequence[WorldObject] = ()
     ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """``(F, I)``: the scene for ``world`` packed for the compiled kernels (see
-        ``kernels.pack_scene``); the checker's own cached copy, to be read, never written."""
+        ``scene_packing.pack_scene``); the checker's own cached copy, to be read, never written."""
         sc = self._prepare(world)
         return sc.F, sc.I
 

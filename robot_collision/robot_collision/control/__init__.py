@@ -2,6 +2,7 @@
 
 Owns :class:`~.velocity_filter.VelocityFilter`, the per-tick QP that keeps commanded joint
 velocities as close to the request as possible while no monitored pair closes below its
-safety distance. May import the collision, model and geometry layers and the foundation
-modules; never planning or ROS.
+safety distance (options in :mod:`.filter_options`, compiled boxes and QP assembly in
+:mod:`.filter_kernels`, remembered witnesses in :mod:`.witness_memory`). May import the
+collision, model and geometry layers and the foundation modules; never planning or ROS.
 """

@@ -3,7 +3,8 @@ kernels.
 
 Owns everything that is true of shapes alone, with no robot in sight: :mod:`.shapes` (primitives,
 meshes, :class:`~.shapes.WorldObject`), :mod:`.transforms` (poses, quaternions, Euler angles),
-:mod:`.distance` (closed forms and GJK/EPA between any two shapes, numba). May import only
+:mod:`.distance` (signed distance between any two shapes, numba: the closed forms in
+:mod:`.pair_closed_forms`, GJK in :mod:`.gjk`, EPA in :mod:`.epa`). May import only
 numpy/scipy/numba and the foundation modules :mod:`robot_collision.errors` and
 :mod:`robot_collision.jitcall`; never the model, collision, planning, control or ROS layers.
 """

@@ -32,7 +32,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numpy.typing import ArrayLike, NDArray
 
-from ..collision.kernels import _valid_at, unpack_scene
+from ..collision.kernels import _valid_at
+from ..collision.scene_packing import unpack_scene
 from ..errors import ConfigurationError, UnknownNameError
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import euler_zyx_to_matrix, matrix_to_euler_zyx

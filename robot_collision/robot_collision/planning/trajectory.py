@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
-from .rrt import _first_invalid
+from .paths import _first_invalid
 
 __all__ = [
     "TimedTrajectory",

@@ -14,10 +14,10 @@ The core package never imports rclpy; everything ROS lives here. Modules:
 - :mod:`.message_timing`: callbacks with the message info, arrival times of messages;
 - :mod:`.markers`: RViz marker arrays (shapes coloured by clearance, planned paths);
 - nodes: :mod:`.checker_node` (``collision_checker``), :mod:`.filter_node`
-  (``velocity_filter``), :mod:`.planner_node` (``planner``; its parameters in
-  :mod:`.planner_settings`, goal validation in :mod:`.planner_goals`, the planning thread and
-  path timing in :mod:`.planner_execution`), :mod:`.mock_arm` (``mock_arm``); nodes never
-  import each other;
+  (``velocity_filter``; its parameters in :mod:`.filter_settings`), :mod:`.planner_node`
+  (``planner``; its parameters in :mod:`.planner_settings`, goal validation in
+  :mod:`.planner_goals`, the planning thread and path timing in :mod:`.planner_execution`),
+  :mod:`.mock_arm` (``mock_arm``); nodes never import each other;
 - :mod:`.bringup`: ``robot_collision_bringup``, all nodes in one process (no launch_ros needed);
 - :mod:`.demo`: ``make demo``, a ROS client of the running system;
 - :mod:`.reference`: the README's node reference, generated from the nodes.

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from scipy.spatial import ConvexHull
 
 from robot_collision import Mesh, MeshError
-from robot_collision.geometry.distance import _mesh_support, distance
+from robot_collision.geometry.distance import distance
+from robot_collision.geometry.gjk import _mesh_support
 from robot_collision.geometry.hull import (
     SUPPORT_BLOCK_MIN_VERTICES,
     convex_hull,

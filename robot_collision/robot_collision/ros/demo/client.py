@@ -208,7 +208,7 @@ class DemoClient:
         from robot_collision_interfaces.srv import SetProtection
 
         from ..conversions import JointStateMapper
-        from ..filter_node import PARAMETERS as FILTER_PARAMETERS
+        from ..filter_settings import PARAMETERS as FILTER_PARAMETERS
 
         self.robot = robot
         self.world = list(world)
