@@ -9,8 +9,9 @@ whose message names the cap and how to raise it, before the file is read, parsed
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import Optional
+from typing import Any, Optional
 
 __all__ = ["LoadLimits", "DEFAULT_LOAD_LIMITS", "format_bytes", "limits_or_default"]
 
@@ -82,6 +83,35 @@ class LoadLimits:
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"LoadLimits.{f.name} must be finite and positive, got {value!r}")
 
+    @classmethod
+    def from_strings(cls, entries: Iterable[str]) -> LoadLimits:
+        """Limits from ``"name=value"`` strings (the nodes' ``load_limits`` parameter), the
+        defaults for the others; raises :class:`ConfigurationError` naming a bad entry."""
+        from .errors import ConfigurationError
+
+        names = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for entry in entries:
+            name, sep, text = str(entry).partition("=")
+            name = name.strip()
+            if not sep or name not in names:
+                raise ConfigurationError(
+                    f"load_limits entry {str(entry)[:80]!r}: expected 'name=value' with a name "
+                    f"of {', '.join(names)}")
+            try:
+                number = float(text)
+                value: Any = number if name == "default_velocity_limit" else int(number)
+                if value != number:
+                    raise ValueError("not an integer")
+                values[name] = value
+                cls(**{name: value})  # checks finite and positive
+            except (TypeError, ValueError) as exc:
+                raise ConfigurationError(
+                    f"load_limits entry {str(entry)[:80]!r}: {name} must be a positive "
+                    f"{'number' if name == 'default_velocity_limit' else 'integer'} ({exc})"
+                ) from None
+        return cls(**values)
+
     def exceeded(self, name: str, what: str, value: float, unit: str = "") -> str:
         """Message for ``what`` being ``value`` over the cap ``name``: says how to raise it."""
         cap = getattr(self, name)
@@ -91,7 +121,8 @@ class LoadLimits:
             shown, limit = f"{int(value):,}{unit}", f"{int(cap):,}{unit}"
         return (
             f"{what} is {shown}, above the limit of {limit} (LoadLimits.{name}); "
-            f"pass limits=LoadLimits({name}=...) to the loader to allow it"
+            f"pass limits=LoadLimits({name}=...) to the loader to allow it (nodes: parameter "
+            f"load_limits: ['{name}=...'])"
         )
 
 

@@ -297,6 +297,8 @@ class CollisionCheckerNode(Node):
         self._message_limits = MessageLimits()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
                                    message_limits=self._limits)
+        if self._loader.limits is not None:  # the load_limits parameter caps world files too
+            self.world.limits = self._loader.limits
 
         # ---- parameters: declared with dynamic typing (a mistyped value in a parameter file must
         # not abort the node), then validated here (invalid start-up values → defaults)

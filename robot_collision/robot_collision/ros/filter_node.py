@@ -255,6 +255,8 @@ class VelocityFilterNode(Node):
         self._message_limits = MessageLimits()
         self._loader = RobotLoader(self, self._on_robot, callback_group=self._world_group,
                                    message_limits=self._limits)
+        if self._loader.limits is not None:  # the load_limits parameter caps world files too
+            self.world.limits = self._loader.limits
 
         self._settings = start_up_settings(
             self, PARAMETERS, settings_from_values, self.world, _READ_ONLY)

@@ -162,6 +162,20 @@ class RobotLoader:
                  "robot_description nor urdf_path is set, and for the SRDF on the same name + "
                  "'_semantic'; empty = do not subscribe.", read_only=True),
         )
+        node.declare_parameter(
+            "load_limits", [],
+            desc("Size caps on loaded robot descriptions, meshes and world files, as "
+                 "'name=value' entries overriding the defaults of robot_collision.LoadLimits "
+                 "(e.g. 'max_urdf_bytes=20000000', 'max_mesh_vertices=10000000'); read at "
+                 "start-up.", read_only=True),
+        )
+        if limits is None:
+            entries = [e for e in (self._param("load_limits", []) or []) if str(e).strip()]
+            try:
+                self.limits = LoadLimits.from_strings(entries)
+            except RobotCollisionError as exc:
+                node.get_logger().error(f"invalid load_limits, using the defaults: {exc}")
+                self.limits = LoadLimits()
         node.add_on_set_parameters_callback(self._on_set_parameters)
 
     # ------------------------------------------------------------------ parameters

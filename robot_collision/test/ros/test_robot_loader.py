@@ -124,3 +124,28 @@ def test_description_topics_are_subscribed_only_while_usable(ros: Any) -> None:
     finally:
         ros.remove_node(pub_node)
         ros.remove_node(node)
+
+
+def test_load_limits_parameter_caps_the_robot_and_the_world(ros: Any) -> None:
+    """The node parameter load_limits ('name=value') reaches the loader and the world model:
+    a URDF over the lowered max_urdf_bytes is refused like an oversized file."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from robot_collision.ros.world import WorldModel
+
+    urdf_path, _ = default_robot_paths()
+    models: list[RobotModel] = []
+    for entries, loads in ((["max_urdf_bytes=100"], False), ([], True)):
+        node = ros.add_node(rclpy.create_node(
+            "loader_limits", namespace=ros.namespace(), context=ros.context,
+            parameter_overrides=[Parameter("urdf_path", value=str(urdf_path)),
+                                 Parameter("load_limits", value=entries or [""])]))
+        loader = RobotLoader(node, lambda m, s: models.append(m))
+        world = WorldModel(limits=loader.limits)
+        assert loader.limits is not None and world.limits is loader.limits
+        if entries:
+            assert loader.limits.max_urdf_bytes == 100
+        loader.start()
+        assert (loader.model is not None) == loads
+        ros.remove_node(node)
