@@ -7,8 +7,10 @@ within the limits; ours and coal's alternate in chunks of 20 configurations, the
 repeats per chunk counts, see ``_interleaved_us``) and ``coal_us`` (``pin.computeCollisions``
 stop-at-first-collision on the same link pairs, coal's convex hulls of the same meshes, same
 configurations), ``ratio`` (ours / coal; issue 13 target <= 1 on every robot), ``colliding``
-(fraction of the random configurations in collision), ``disagree`` (configurations where the
-two answers differ).
+(fraction of the random configurations in collision), ``disagree`` (configurations where our
+answer differs from coal's, judged by a fresh ``coal.collide`` per pair where the timed path
+differs), ``coal_timed_inconsistent`` (configurations where coal's timed path differs from its
+own fresh per-pair answer).
 
 ``oracle_robots``: for UR5, Panda, Kinova, TIAGo and Talos, ``generate_srdf_s`` (wall time of
 ``generate_disabled_pairs`` with ``srdf_samples`` samples, kernels warm) and its reason counts;
@@ -101,7 +103,14 @@ def measure_robot(urdf: Any, srdf: Any, n_configs: int, repeats: int) -> dict[st
     res["coal_us"] = round(theirs, 2)
     res["ratio"] = round(res["is_valid_us"] / res["coal_us"], 3)
     res["colliding"] = round(float(1.0 - valid.mean()), 3)
-    res["disagree"] = int(np.sum(valid != ref))
+    # coal's timed path (pin.computeCollisions, whose per-pair GJK state carries over from the
+    # previous configuration) has been seen to miss a 0.4 mm penetration that coal.collide on
+    # the same pair, and the same call repeated, report (go2, 1 of 500): a difference counts
+    # as a disagreement only when coal's fresh per-pair answer differs too
+    differ = np.flatnonzero(valid != ref)
+    fresh = [not any(oracle.pair_collisions(Q[i]).values()) for i in differ]
+    res["disagree"] = int(sum(valid[i] != f for i, f in zip(differ, fresh)))
+    res["coal_timed_inconsistent"] = int(sum(ref[i] != f for i, f in zip(differ, fresh)))
     return res
 
 
