@@ -17,7 +17,9 @@ by the missing speed-up.
 Conservativeness: CoACD cuts the mesh into pieces and returns each piece's convex hull, so the
 union of the parts contains the mesh, except where its preprocessing remeshes a non-manifold
 input (surface moved by up to about one voxel, 1/``preprocess_resolution`` of the mesh size).
-Every input vertex outside all parts is therefore added to the part it is nearest to.
+That surface also bulges out where the mesh is convex: each part is therefore clipped to the
+mesh's convex hull (which contains the mesh), and every input vertex outside all parts is
+added to the part it is nearest to.
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ __all__ = [
     "decompose",
     "decomposed_meshes",
     "mesh_world_objects",
+    "needs_remeshing",
 ]
 
 MESH_MODES = ("hull", "decomposition")
 """How a mesh collides: its convex hull, or the convex parts of its decomposition."""
 
-_FORMAT = 1  # bump when the cached content changes meaning
+_FORMAT = 3  # bump when the cached content changes meaning (3: parts fitted to the mesh)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,100 @@ def _cover_vertices(
     return out
 
 
+def _clip_polygon(poly: NDArray[np.float64], eq: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``poly`` (k, 3), a convex polygon, clipped to ``n . x + d <= 0`` for every row (n, d) of
+    ``eq`` (Sutherland-Hodgman); (0, 3) when nothing is left."""
+    for n0, n1, n2, d in eq:
+        if len(poly) == 0:
+            break
+        s = poly @ np.array([n0, n1, n2]) + d
+        if np.all(s <= 0.0):
+            continue
+        if np.all(s > 0.0):
+            return np.zeros((0, 3))
+        out = []
+        k = len(poly)
+        for i in range(k):
+            j = (i + 1) % k
+            if s[i] <= 0.0:
+                out.append(poly[i])
+            if (s[i] <= 0.0) != (s[j] <= 0.0):
+                t = s[i] / (s[i] - s[j])
+                out.append(poly[i] + t * (poly[j] - poly[i]))
+        poly = np.array(out)
+    return poly
+
+
+def _winding(tris: NDArray[np.float64], points: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Winding numbers (n,) of ``points`` (n, 3) with respect to the closed triangle surface
+    ``tris`` (m, 3, 3) (Van Oosterom-Strackee solid angles): about 1 inside, 0 outside."""
+    out = np.zeros(len(points))
+    for i in range(0, len(points), 256):
+        P = points[i : i + 256, None, :]
+        a, b, c = tris[None, :, 0] - P, tris[None, :, 1] - P, tris[None, :, 2] - P
+        la, lb, lc = (np.linalg.norm(x, axis=2) for x in (a, b, c))
+        num = np.einsum("ijk,ijk->ij", a, np.cross(b, c))
+        den = (
+            la * lb * lc
+            + np.einsum("ijk,ijk->ij", a, b) * lc
+            + np.einsum("ijk,ijk->ij", b, c) * la
+            + np.einsum("ijk,ijk->ij", c, a) * lb
+        )
+        out[i : i + 256] = np.abs(np.sum(2.0 * np.arctan2(num, den), axis=1)) / (4.0 * np.pi)
+    return out
+
+
+def _fit_to_mesh(parts: list[NDArray[np.float64]], mesh: TriangleMesh) -> list[NDArray[np.float64]]:
+    """Each part replaced by the convex hull of the mesh inside it: the mesh's triangles
+    clipped to the part, plus the part's corners that lie inside the mesh (where CoACD's cuts
+    meet inside it). That hull contains the mesh's share of the part (the hull of a solid is
+    the hull of its boundary: surface pieces and cut faces, whose corners are these points),
+    so the fitted parts cover whatever of the mesh the parts covered; their outer faces lie on
+    the mesh instead of on CoACD's remeshed surface (up to a voxel outside, see the module
+    docstring). A part with no solid left is kept as it is, and so are all parts of a mesh
+    that has no inside (not closed, see :func:`needs_remeshing`)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    if needs_remeshing(mesh):  # no inside: corners inside it cannot be told, keep the parts
+        return parts
+    V = np.asarray(mesh.vertices, dtype=float)
+    tris = V[np.asarray(mesh.faces)]
+    out = []
+    for p in parts:
+        try:
+            eq = ConvexHull(p).equations
+        except QhullError:
+            out.append(p)
+            continue
+        scale = float(np.max(np.ptp(p, axis=0)))
+        eps = 1e-9 * max(scale, 1e-3)
+        s = np.einsum("mvk,pk->mvp", tris, eq[:, :3]) + eq[:, 3]  # (m, 3, planes)
+        inside = np.all(s <= eps, axis=(1, 2))
+        outside = np.any(np.all(s > eps, axis=1), axis=1)
+        cut = ~inside & ~outside
+        pts = [tris[inside].reshape(-1, 3)]
+        for t in tris[cut]:
+            pts.append(_clip_polygon(t, eq))
+        pts.append(p[_winding(tris, p) > 0.5])
+        pts_all = np.concatenate(pts)
+        try:
+            out.append(convex_hull(pts_all, "fitted part")[0] if len(pts_all) >= 4 else p)
+        except MeshError:
+            out.append(p)
+    return out
+
+
+def needs_remeshing(mesh: TriangleMesh) -> bool:
+    """True unless ``mesh`` is closed (every edge shared by exactly two faces) and
+    consistently oriented, i.e. has an inside."""
+    import trimesh
+
+    tm = trimesh.Trimesh(
+        np.asarray(mesh.vertices, dtype=float), np.asarray(mesh.faces), process=False
+    )
+    return not (tm.is_watertight and tm.is_winding_consistent)
+
+
 def decompose(
     mesh: TriangleMesh, options: DecompositionOptions = DecompositionOptions()
 ) -> list[NDArray[np.float64]]:
@@ -193,7 +290,8 @@ def decompose(
             continue
     if not parts:
         raise MeshError("convex decomposition returned no solid part; use mesh_mode='hull'")
-    parts = _cover_vertices(parts, np.asarray(mesh.vertices, dtype=float))
+    verts = np.asarray(mesh.vertices, dtype=float)
+    parts = _cover_vertices(_fit_to_mesh(parts, mesh), verts)
     parts = [convex_hull(p, "decomposition part")[0] for p in parts]
     _write_cache(path, parts)
     return parts

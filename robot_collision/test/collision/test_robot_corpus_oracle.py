@@ -72,7 +72,8 @@ DECOMPOSED_LINKS = ("upper_arm_link", "forearm_link")  # the UR5's two long conc
 
 def test_decomposition_against_exact_meshes(tmp_path: Path) -> None:
     """UR5 with its upper arm and forearm decomposed (CoACD, threshold 0.05) against coal on the
-    triangle meshes: no missed collision, and every false collision within the stated
+    triangle meshes (a shape wholly inside a closed mesh collides, see PinOracle.contained): no
+    missed collision, at most 0.5 % false collisions (issue 13), every one within the stated
     tolerance (threshold x largest mesh extent); fewer false collisions than the hulls."""
     cache = tmp_path / "cache"
     shutil.copytree(DATA / "decomposition_cache", cache)
@@ -96,6 +97,8 @@ def test_decomposition_against_exact_meshes(tmp_path: Path) -> None:
         q = hull.random_configuration(rng)
         e = exact.in_collision(q)
         h, p = not ch.is_valid(q), not cp.is_valid(q)
+        if (h or p) and not e:
+            e = exact.contained(q)
         colliding += e
         assert h or not e, f"hull missed a collision at {q.tolist()}"
         assert p or not e, f"decomposition missed a collision at {q.tolist()}"
@@ -105,4 +108,5 @@ def test_decomposition_against_exact_meshes(tmp_path: Path) -> None:
             beyond_tol += min(exact.pair_distances(q).values()) > tol
     assert colliding > 0 and false_hull > 0
     assert false_part < false_hull
-    assert beyond_tol <= 0.005 * n, (beyond_tol, tol)
+    assert false_part <= 0.005 * n, false_part
+    assert beyond_tol == 0, (beyond_tol, tol)

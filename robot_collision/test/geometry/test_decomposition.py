@@ -107,6 +107,49 @@ def test_cache_directory_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert dec.cache_directory(DecompositionOptions(cache_dir="/x")) == Path("/x")
 
 
+def _cube(lo: float, hi: float) -> np.ndarray:
+    return np.array([[x, y, z] for x in (lo, hi) for y in (lo, hi) for z in (lo, hi)], float)
+
+
+def _cube_mesh(lo: float, hi: float) -> TriangleMesh:
+    import trimesh
+
+    box = trimesh.creation.box(extents=[hi - lo] * 3)
+    return TriangleMesh(np.asarray(box.vertices) + (lo + hi) / 2, np.asarray(box.faces))
+
+
+def test_parts_are_fitted_to_the_mesh() -> None:
+    mesh = _cube_mesh(0.0, 1.0)
+
+    def rows(a: np.ndarray) -> np.ndarray:
+        return a[np.lexsort(np.round(a, 9).T)]
+
+    fitted = dec._fit_to_mesh(
+        [_cube(-0.1, 1.1), _cube(0.2, 0.4), _cube(0.5, 1.5), _cube(2.0, 3.0)], mesh
+    )
+    # a part bulging out of the mesh on all sides (as a remeshed surface does) -> the cube
+    assert np.allclose(rows(fitted[0]), rows(_cube(0.0, 1.0)))
+    # a part inside the mesh, not touching its surface: its corners are inside -> unchanged
+    assert np.allclose(rows(fitted[1]), rows(_cube(0.2, 0.4)))
+    # a corner inside the mesh (where two cuts meet) is kept: [0.5, 1]^3, not the hull of the
+    # three surface squares alone
+    assert np.allclose(rows(fitted[2]), rows(_cube(0.5, 1.0)))
+    # nothing of the mesh in the part: kept as it is (never loses coverage)
+    assert np.array_equal(fitted[3], _cube(2.0, 3.0))
+    # a mesh without an inside: parts unchanged
+    hole = TriangleMesh(mesh.vertices, mesh.faces[1:])
+    assert dec.needs_remeshing(hole) and not dec.needs_remeshing(mesh)
+    assert np.array_equal(dec._fit_to_mesh([_cube(-0.1, 1.1)], hole)[0], _cube(-0.1, 1.1))
+
+
+def test_l_shape_parts_stay_in_its_hull(opts: DecompositionOptions) -> None:
+    pts = np.vstack(decompose(l_prism(), opts)) / S
+    eps = 1e-9
+    # hull of the L (closed form): 0 <= x, y <= 2, x + y <= 3, 0 <= z <= 1
+    assert np.all(pts >= -eps) and np.all(pts[:, :2] <= 2 + eps) and np.all(pts[:, 2] <= 1 + eps)
+    assert np.all(pts[:, 0] + pts[:, 1] <= 3 + eps)
+
+
 def test_options_are_checked() -> None:
     with pytest.raises(MeshError):
         DecompositionOptions(threshold=0.0)
