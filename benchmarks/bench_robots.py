@@ -13,7 +13,8 @@ differs), ``coal_timed_inconsistent`` (configurations where coal's timed path di
 own fresh per-pair answer).
 
 ``oracle_robots``: for UR5, Panda, Kinova, TIAGo and Talos, ``generate_srdf_s`` (wall time of
-``generate_disabled_pairs`` with ``srdf_samples`` samples, kernels warm) and its reason counts;
+``generate_disabled_pairs`` with ``srdf_samples`` samples, kernels warm), its reason counts and
+``srdf_vs_shipped`` (see :func:`compare_with_shipped`; docs/robots.md explains the differences);
 ``false_collision_hull`` (share of random configurations that the hulls flag but coal's exact
 triangle meshes clear, a shape wholly inside a closed mesh counting as a collision; none may be
 missed) and, for the robots in :data:`DECOMPOSED`, the same
@@ -132,6 +133,41 @@ def _false_collisions(
     return round(false / len(Q), 4), missed
 
 
+def compare_with_shipped(robot: RobotModel, gen: Any, srdf: Any) -> dict[str, Any]:
+    """Generated ``disable_collisions`` (``gen``, a GenerationResult) against the shipped SRDF:
+    pairs in both (and with the same reason), only ours (by our reason), only shipped (by
+    their reason and why: a link not in the URDF, a link without collision geometry, or a pair
+    that collided in our samples / at home)."""
+    import collections
+    import xml.etree.ElementTree as ET
+
+    ours = {frozenset((p.link1, p.link2)): p.reason for p in gen.disabled}
+    theirs = {
+        frozenset((e.get("link1"), e.get("link2"))): str(e.get("reason"))
+        for e in ET.parse(srdf).getroot().iter("disable_collisions")
+    }
+    links = set(robot.link_names)
+    geom = {n for n in robot.link_names if robot.collision_geometry(n)}
+    only_theirs: collections.Counter[str] = collections.Counter()
+    for k, r in theirs.items():
+        if k in ours:
+            continue
+        if not k <= links:
+            why = "link not in URDF"
+        elif not k <= geom:
+            why = "link without collision geometry"
+        else:
+            why = "collides in samples or at home"
+        only_theirs[f"{r}: {why}"] += 1
+    return {
+        "shipped": dict(collections.Counter(theirs.values())),
+        "both": sum(k in ours for k in theirs),
+        "both_same_reason": sum(ours.get(k) == r for k, r in theirs.items()),
+        "only_ours": dict(collections.Counter(r for k, r in ours.items() if k not in theirs)),
+        "only_shipped": dict(only_theirs),
+    }
+
+
 def measure_oracle_robot(name: str, quick: bool) -> dict[str, Any]:
     cr = rc.ROBOTS[name]
     try:
@@ -148,6 +184,8 @@ def measure_oracle_robot(name: str, quick: bool) -> dict[str, Any]:
         candidate_pairs=gen.candidate_pairs,
         srdf_reasons=gen.by_reason(),
     )
+    if cr.srdf_path() is not None:
+        res["srdf_vs_shipped"] = compare_with_shipped(robot, gen, cr.srdf_path())
     checker = CollisionChecker(robot)
     exact = rc.PinOracle(robot, checker, cr.urdf_path(), mode="exact")
     rng = np.random.default_rng(1)
