@@ -37,7 +37,7 @@ from robot_collision.collision.srdf_generation import (
     generate_disabled_pairs,
 )
 
-DECOMPOSED = ("ur5", "panda")
+DECOMPOSED = ("ur5", "panda", "kinova", "talos")
 """Robots also measured with every mesh decomposed (the cache makes repeated runs fast)."""
 
 def _corpus_entries(quick: bool) -> list[tuple[str, Any, Any]]:

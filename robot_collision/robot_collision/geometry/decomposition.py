@@ -52,7 +52,7 @@ __all__ = [
 MESH_MODES = ("hull", "decomposition")
 """How a mesh collides: its convex hull, or the convex parts of its decomposition."""
 
-_FORMAT = 3  # bump when the cached content changes meaning (3: parts fitted to the mesh)
+_FORMAT = 4  # bump when the cached content changes meaning (4: parts fitted to the mesh)
 
 
 @dataclass(frozen=True)
@@ -208,15 +208,16 @@ def _winding(tris: NDArray[np.float64], points: NDArray[np.float64]) -> NDArray[
 
 
 def _fit_to_mesh(parts: list[NDArray[np.float64]], mesh: TriangleMesh) -> list[NDArray[np.float64]]:
-    """Each part replaced by the convex hull of the mesh inside it: the mesh's triangles
-    clipped to the part, plus the part's corners that lie inside the mesh (where CoACD's cuts
-    meet inside it). That hull contains the mesh's share of the part (the hull of a solid is
-    the hull of its boundary: surface pieces and cut faces, whose corners are these points),
-    so the fitted parts cover whatever of the mesh the parts covered; their outer faces lie on
-    the mesh instead of on CoACD's remeshed surface (up to a voxel outside, see the module
-    docstring). A part with no solid left is kept as it is, and so are all parts of a mesh
-    that has no inside (not closed, see :func:`needs_remeshing`)."""
-    from scipy.spatial import ConvexHull, QhullError
+    """Each part shrunk onto the mesh inside it: the points of the mesh's triangles clipped to
+    the part, plus the part's corners that lie inside the mesh (where CoACD's cuts meet inside
+    it), span a hull that contains the mesh's share of the part (the hull of a solid is the
+    hull of its boundary: surface pieces and cut faces, whose corners are these points); every
+    face plane of the part is moved in until it touches them. So the fitted parts cover
+    whatever of the mesh the parts covered, and their outer faces touch the mesh instead of
+    CoACD's remeshed surface (up to a voxel outside, see the module docstring). A part with no
+    solid left is kept as it is, and so are all parts of a mesh that has no inside (not
+    closed, see :func:`needs_remeshing`)."""
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
     if needs_remeshing(mesh):  # no inside: corners inside it cannot be told, keep the parts
         return parts
@@ -240,9 +241,21 @@ def _fit_to_mesh(parts: list[NDArray[np.float64]], mesh: TriangleMesh) -> list[N
             pts.append(_clip_polygon(t, eq))
         pts.append(p[_winding(tris, p) > 0.5])
         pts_all = np.concatenate(pts)
+        if len(pts_all) < 4:
+            out.append(p)
+            continue
+        # Each face plane of the part moved in until it touches those points: the part keeps
+        # its faces (CoACD's hulls have at most 256 vertices; the hull of the points themselves
+        # had up to 1397 on the Kinova's curved links, and is_valid paid for them) and still
+        # contains their hull, which contains the mesh's share of the part.
+        tight = np.c_[eq[:, :3], -np.max(pts_all @ eq[:, :3].T, axis=0)]
         try:
-            out.append(convex_hull(pts_all, "fitted part")[0] if len(pts_all) >= 4 else p)
-        except MeshError:
+            centre = pts_all.mean(axis=0)
+            if np.max(tight[:, :3] @ centre + tight[:, 3]) >= -eps:
+                raise MeshError("flat")
+            corners = HalfspaceIntersection(tight, centre).intersections
+            out.append(convex_hull(corners, "fitted part")[0])
+        except (QhullError, MeshError, ValueError):
             out.append(p)
     return out
 
