@@ -16,10 +16,12 @@ by the missing speed-up.
 
 Conservativeness: CoACD cuts the mesh into pieces and returns each piece's convex hull, so the
 union of the parts contains the mesh, except where its preprocessing remeshes a non-manifold
-input (surface moved by up to about one voxel, 1/``preprocess_resolution`` of the mesh size).
-That surface also bulges out where the mesh is convex: each part is therefore clipped to the
-mesh's convex hull (which contains the mesh), and every input vertex outside all parts is
-added to the part it is nearest to.
+input (surface moved by up to about one voxel, 1/``preprocess_resolution`` of the mesh size;
+CoACD finds triangle self-intersections in common robot meshes, e.g. the UR5's, and remeshes
+them). Remeshed parts reach outside the mesh by up to that voxel (3.6 mm on the UR5 upper arm,
+and those millimetres were its false collisions), so each part of a closed mesh is fitted to
+the mesh inside it (:func:`_fit_to_mesh`), and every input vertex outside all parts is added to
+the part it is nearest to.
 """
 
 from __future__ import annotations
