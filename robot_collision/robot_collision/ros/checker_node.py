@@ -285,7 +285,8 @@ class CollisionCheckerNode(Node):
         self._writer = ClearanceTableWriter() if WIRE_FORMAT_SUPPORTED else None
         self._rate_timer: Any = None
         self._marker_timer: Any = None
-        self.stats = {"received": 0, "published": 0, "rejected": 0, "coalesced": 0, "errors": 0}
+        self.stats = {"received": 0, "published": 0, "rejected": 0, "coalesced": 0, "errors": 0,
+                      "skipped_unheard": 0}
 
         self._state_group = MutuallyExclusiveCallbackGroup()
         self._service_group = MutuallyExclusiveCallbackGroup()
@@ -520,6 +521,12 @@ class CollisionCheckerNode(Node):
                     self._pending = (pipe, q, stamp)
                     return
             self._pending = None
+            if (self._clearance_pub.get_subscription_count() == 0
+                    and self._marker_pub.get_subscription_count() == 0):
+                # nobody listens: no table (an idle checker costs the message, not the
+                # clearance query; the next joint state after a subscriber appears computes)
+                self.stats["skipped_unheard"] += 1
+                return
             self._compute_and_publish(pipe, q, stamp)
         except Exception as exc:
             self.stats["errors"] += 1
