@@ -254,7 +254,10 @@ def run_nodes(
 def _tear_down(nodes: list[Any], executors: list[Any], threads: list[threading.Thread]) -> None:
     import rclpy
 
-    rclpy.try_shutdown()
+    # rclpy's signal handler may shut the context down between try_shutdown's ok() check and
+    # its shutdown() (SIGINT during teardown): "rcl_shutdown already called" is that race
+    with contextlib.suppress(Exception):
+        rclpy.try_shutdown()
     for t in threads:
         t.join(timeout=10.0)
     for node in nodes:
