@@ -323,13 +323,13 @@ class CollisionCheckerNode(Node):
             self, WorldObjectMsg, "~/world_objects", self._on_world_object, qos, self._limits,
             self._on_rejected_world, "WorldObject", callback_group=self._world_group)
         self._moveit_subs = moveit.subscribe_world(
-            self, self.world, qos, callback_group=self._world_group, limits=self._limits)
+            self, self.world, qos, self._limits, callback_group=self._world_group)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)
         self.clouds = SensedClouds(
             cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
-        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._cloud_group)
+        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._limits, self._cloud_group)
         self._cloud_subs.sync()
         self._world_cache: tuple[Any, tuple[WorldObject, ...]] = (None, ())
         self._make_timers()

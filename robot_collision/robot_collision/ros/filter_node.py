@@ -297,13 +297,13 @@ class VelocityFilterNode(Node):
             event_callbacks=sub_events)
         self._moveit_subs = moveit.subscribe_world(
             self, self.world, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
-            callback_group=self._world_group, limits=self._limits)
+            self._limits, callback_group=self._world_group)
         self._service = self.create_service(
             SetProtection, "~/set_protection", self._on_set_protection,
             callback_group=self._service_group)
         self.clouds = SensedClouds(cloud_settings(s), tf2_lookup(self, self._base_frame))
         self._cloud_subs = CloudSubscriptions(
-            self, self.clouds, MutuallyExclusiveCallbackGroup())
+            self, self.clouds, self._limits, MutuallyExclusiveCallbackGroup())
         self._cloud_subs.sync()
         self._make_timer()
         self.add_on_set_parameters_callback(self._on_set_parameters)

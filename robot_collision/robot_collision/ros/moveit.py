@@ -82,17 +82,17 @@ def subscribe_world(
     node: Any,
     world: WorldModel,
     qos: Any,
+    limits: Callable[[], MessageLimits],
     callback_group: Any = None,
     on_change: Optional[Callable[[], None]] = None,
-    limits: Optional[Callable[[], MessageLimits]] = None,
 ) -> list[Any]:
     """Subscribe ``node`` to the MoveIt world topics (see the module docstring), applying each
     message to ``world``; returns the subscriptions (none without ``moveit_msgs``).
 
-    ``on_change`` is called after a message changed the world. With ``limits`` (the node's
-    message caps at that moment) messages arrive serialized and are size-checked before they
-    are deserialized (:mod:`robot_collision.ros.intake`). Errors are logged (throttled), never
-    raised: a bad message must not stop the node.
+    Messages arrive serialized and are size-checked with ``limits()`` (the node's message caps
+    at that moment) before they are deserialized (:mod:`robot_collision.ros.intake`).
+    ``on_change`` is called after a message changed the world. Errors are logged (throttled),
+    never raised: a bad message must not stop the node.
     """
     try:
         from moveit_msgs.msg import (  # type: ignore[import-not-found,unused-ignore]
@@ -131,11 +131,7 @@ def subscribe_world(
                                     world.apply_collision_object),
                                    (PlanningScene, PLANNING_SCENE_TOPIC,
                                     world.apply_planning_scene)):
-        if limits is None:
-            subs.append(node.create_subscription(
-                msg_type, topic, handler(apply, topic), qos, callback_group=callback_group))
-        else:
-            subs.append(CheckedSubscription(
-                node, msg_type, topic, handler(apply, topic), qos, limits, reject(topic),
-                msg_type.__name__, callback_group=callback_group))
+        subs.append(CheckedSubscription(
+            node, msg_type, topic, handler(apply, topic), qos, limits, reject(topic),
+            msg_type.__name__, callback_group=callback_group))
     return subs

@@ -221,8 +221,8 @@ class PlannerNode(Node):
             QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
         self.clouds = SensedClouds(
             cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
-        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._world_group,
-                                              limits=self._limits, before=self.latest_joint_state)
+        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._limits, self._world_group,
+                                              before=self.latest_joint_state)
         self._cloud_subs.sync()
         self._world_subs = []
         topics: list[str] = ["~/world_objects"]
@@ -237,7 +237,7 @@ class PlannerNode(Node):
             except Exception as exc:  # an invalid topic name must not stop the node
                 self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
         self._world_subs += moveit.subscribe_world(
-            self, self.world, reliable, callback_group=self._world_group, limits=self._limits)
+            self, self.world, reliable, self._limits, callback_group=self._world_group)
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,

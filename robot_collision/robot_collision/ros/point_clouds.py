@@ -500,20 +500,20 @@ class CloudSubscriptions:
     """A node's subscriptions to its ``point_cloud_topics``, feeding ``clouds``; bad clouds are
     logged (throttled) and never raise out of the callback.
 
-    With ``limits`` (the node's message caps at that moment) clouds arrive serialized and are
-    size-checked before they are deserialized (:mod:`robot_collision.ros.intake`; the point
+    Clouds arrive serialized and are size-checked with ``limits()`` (the node's message caps at
+    that moment) before they are deserialized (:mod:`robot_collision.ros.intake`; the point
     bytes count against ``max_message_bytes``). ``before`` runs before each cloud is processed
     (a node that reads joint states on demand takes them there, for the self-filter)."""
 
-    def __init__(self, node: Any, clouds: SensedClouds, callback_group: Any = None,
-                 limits: Optional[Callable[[], MessageLimits]] = None,
+    def __init__(self, node: Any, clouds: SensedClouds,
+                 limits: Callable[[], MessageLimits], callback_group: Any = None,
                  before: Optional[Callable[[], object]] = None) -> None:
         self._node = node
         self._clouds = clouds
         self._group = callback_group
         self._limits = limits
         self._before = before
-        self._subs: dict[str, Any] = {}
+        self._subs: dict[str, CheckedSubscription] = {}
 
     @property
     def topics(self) -> list[str]:
@@ -527,20 +527,10 @@ class CloudSubscriptions:
         wanted = self._clouds.settings.point_cloud_topics
         for topic in list(self._subs):
             if topic not in wanted:
-                sub = self._subs.pop(topic)
-                if isinstance(sub, CheckedSubscription):
-                    sub.destroy()
-                else:
-                    self._node.destroy_subscription(sub)
+                self._subs.pop(topic).destroy()
         qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT)
         for topic in wanted:
-            if topic in self._subs:
-                continue
-            if self._limits is None:
-                self._subs[topic] = self._node.create_subscription(
-                    PointCloud2, topic, lambda msg, t=topic: self._on_cloud(t, msg), qos,
-                    callback_group=self._group)
-            else:
+            if topic not in self._subs:
                 self._subs[topic] = CheckedSubscription(
                     self._node, PointCloud2, topic, functools.partial(self._on_cloud, topic),
                     qos, self._limits, functools.partial(self._on_rejected, topic),

@@ -236,3 +236,21 @@ def test_filter_stops_without_a_current_cloud(ros: Any, tmp_path: Path) -> None:
     node.set_parameters([Parameter("cloud_timeout_action", value="ignore")])
     assert node.settings.cloud_timeout_action == "ignore"
     js.helper.destroy_timer(js.timer)
+
+
+def test_oversized_clouds_are_refused_before_deserializing(ros: Any, tmp_path: Path) -> None:
+    """Clouds take the nodes' message caps like every other input: with max_message_bytes below
+    a camera cloud's size the checker counts each cloud as rejected and never holds one."""
+    ns = ros.namespace()
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    _camera(ros, ns, tmp_path)
+    params = {"urdf_path": str(URDF), "srdf_path": str(SRDF), "max_message_bytes": 1000,
+              **_cloud_params(ns)}
+    node = ros.add_node(CollisionCheckerNode(
+        context=ros.context, namespace=ns,
+        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
+    js = _joint_states(ros, ns, robot.named_configuration("ready"))
+    assert ros.wait_until(lambda: node.clouds.stats["rejected"] >= 2, 30.0), node.clouds.stats
+    assert node.clouds.stats["accepted"] == 0 and node.clouds.stats["received"] == 0
+    assert not node.clouds.objects(node.get_clock().now().nanoseconds * 1e-9)
+    js.helper.destroy_timer(js.timer)
