@@ -18,9 +18,24 @@ from .errors import RobotCollisionError
 __all__ = ["parse_xml"]
 
 
+def _lxml_major() -> int:
+    try:
+        from lxml import etree
+
+        return int(etree.LXML_VERSION[0])
+    except Exception:  # no lxml: parse_xml raises its own ImportError when called
+        return 0
+
+
+_LXML_HAS_DECOMPRESS = _lxml_major() >= 6
+
+
 def _parser(huge_tree: bool, encoding: Union[str, None]) -> Any:
     from lxml import etree
 
+    # ``decompress`` exists from lxml 6.0 on (off by default there); lxml 4.x/5.x (Humble's and
+    # Jazzy's apt) never decompress input given as a string, which is all parse_xml passes
+    extra: dict[str, Any] = {"decompress": False} if _LXML_HAS_DECOMPRESS else {}
     return etree.XMLParser(
         encoding=encoding,
         resolve_entities=False,
@@ -28,7 +43,7 @@ def _parser(huge_tree: bool, encoding: Union[str, None]) -> Any:
         dtd_validation=False,
         attribute_defaults=False,
         no_network=True,
-        decompress=False,
+        **extra,
         huge_tree=huge_tree,
         remove_comments=True,
         remove_pis=True,
