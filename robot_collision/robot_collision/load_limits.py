@@ -59,7 +59,15 @@ class LoadLimits:
     continuous joints, m/s for prismatic ones, 1.0) is given, with a warning, to every moving
     joint whose URDF gives no velocity limit (``velocity`` missing or ``"0"``, or no ``<limit>``),
     so that no joint is ever unlimited.
+
+    Neither is ``floating_translation_bound`` (m, 2.0): the translation variables of planar
+    (``<joint>/x``, ``/y``) and floating (``/x``, ``/y``, ``/z``) joints are bounded to
+    ``[-b, b]`` around the joint's origin, which is what samplers, planners and the velocity
+    filter treat as the joint's limits (URDF gives these joints no limits; MoveIt and OMPL
+    bound them by a workspace, pinocchio by ``model.lowerPositionLimit``).
     """
+
+    _FLOATS = ("default_velocity_limit", "floating_translation_bound")
 
     max_urdf_bytes: int = 10 * MiB
     max_srdf_bytes: int = 10 * MiB
@@ -74,6 +82,7 @@ class LoadLimits:
     max_cloud_bytes: int = 1024 * MiB
     max_cloud_points: int = 50_000_000
     default_velocity_limit: float = 1.0
+    floating_translation_bound: float = 2.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -100,7 +109,7 @@ class LoadLimits:
                     f"of {', '.join(names)}")
             try:
                 number = float(text)
-                value: Any = number if name == "default_velocity_limit" else int(number)
+                value: Any = number if name in cls._FLOATS else int(number)
                 if value != number:
                     raise ValueError("not an integer")
                 values[name] = value
@@ -108,7 +117,7 @@ class LoadLimits:
             except (TypeError, ValueError) as exc:
                 raise ConfigurationError(
                     f"load_limits entry {str(entry)[:80]!r}: {name} must be a positive "
-                    f"{'number' if name == 'default_velocity_limit' else 'integer'} ({exc})"
+                    f"{'number' if name in cls._FLOATS else 'integer'} ({exc})"
                 ) from None
         return cls(**values)
 

@@ -6,6 +6,13 @@ joints appear in the URDF); the root is ``base_name``. The configuration holds t
 non-fixed, non-mimic joints (``joint_names``) in the same tree order; mimic joints follow
 their leader as ``multiplier * q_leader + offset``. Units: rad for revolute/continuous joints,
 m for prismatic ones; poses are (4, 4) in the base (root link) frame.
+
+Planar and floating joints are expanded at load time into chains of single-axis virtual joints
+(:func:`~robot_collision.model.urdf.expand_multi_dof_joints`): a planar joint ``J`` is the
+variables ``J/x``, ``J/y`` (m) and ``J/theta`` (rad, continuous), as MoveIt names them; a
+floating joint is ``J/x``, ``J/y``, ``J/z`` (m) and ``J/yaw``, ``J/pitch``, ``J/roll`` (rad,
+continuous, R = Rz(yaw) Ry(pitch) Rx(roll)). ``multi_dof_joints`` maps ``J`` to its type and
+variables.
 """
 
 from __future__ import annotations
@@ -74,6 +81,10 @@ class RobotModel:
     ) -> None:
         self.name = description.name
         self.load_report: LoadReport = description.report  # what loading changed or dropped
+        self.multi_dof_joints: dict[str, tuple[str, tuple[str, ...]]] = dict(
+            description.multi_dof
+        )
+        """Planar and floating joints of the URDF: name -> (type, configuration variables)."""
         self._build_tree(description)
         self.srdf = srdf
         self._geometry: dict[str, list[tuple[Shape, NDArray[np.float64]]]] = {
@@ -111,8 +122,10 @@ class RobotModel:
         desc = _apply_mesh_mode(desc, mesh_mode, decomposition or DecompositionOptions())
         model = cls(desc)
         if srdf is not None:
-            all_joints = [j.name for j in desc.joints]
-            model.srdf = parse_srdf(srdf, model.link_names, all_joints, report, limits)
+            all_joints = [j.name for j in desc.joints] + list(desc.multi_dof)
+            model.srdf = parse_srdf(
+                srdf, model.link_names, all_joints, report, limits, base_link=model.base_name
+            )
             model.groups = model._expand_groups(model.srdf)
         return model
 
@@ -216,6 +229,7 @@ class RobotModel:
         out: dict[str, list[str]] = {}
         actuated = set(self.joint_names)
         all_joints = set(self.link_joint.values())
+        virtual = {v[0] for v in srdf.virtual_joints}
         report = self.load_report
         noted: set[str] = set()
 
@@ -231,6 +245,10 @@ class RobotModel:
             for j in srdf.groups.get(g, []):
                 if j in all_joints:
                     names.append(j)
+                elif j in self.multi_dof_joints:
+                    names.extend(self.multi_dof_joints[j][1])
+                elif j in virtual:
+                    pass  # an SRDF virtual joint: recognised, no variable of this model
                 else:
                     drop(f"group {g!r} joint {j!r}",
                          f"group {g!r} names joint {j!r}, which is not in the URDF; dropped")
@@ -340,8 +358,14 @@ class RobotModel:
         return bool(np.all(arr >= self.lower - tol) and np.all(arr <= self.upper + tol))
 
     def home_configuration(self) -> NDArray[np.float64]:
-        """Zero for every joint, clipped into its limits."""
-        return np.clip(np.zeros(self.num_joints), self.lower, self.upper)
+        """MoveIt's default position of every joint: zero when zero is within its limits, else
+        the middle of its range."""
+        zero_ok = (self.lower <= 0.0) & (self.upper >= 0.0)
+        with np.errstate(invalid="ignore"):
+            mid = 0.5 * (self.lower + self.upper)
+        return np.where(
+            zero_ok, 0.0, np.where(np.isfinite(mid), mid, np.clip(0.0, self.lower, self.upper))
+        )
 
     def sampling_bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Finite (lower, upper) boxes for sampling: unbounded joints use +-pi (or +-1 m)."""
@@ -361,11 +385,17 @@ class RobotModel:
         """An SRDF ``group_state`` by name (joints not in the state stay at home)."""
         q = self.home_configuration()
         if self.srdf is not None:
-            for states in self.srdf.group_states.values():
+            for group, states in self.srdf.group_states.items():
                 if name in states:
                     for j, v in states[name].items():
                         if j in self.joint_names:
                             q[self.joint_index(j)] = v
+                    lists = self.srdf.group_state_lists.get(group, {}).get(name, {})
+                    for j, values in lists.items():
+                        if j in self.multi_dof_joints:
+                            jtype, variables = self.multi_dof_joints[j]
+                            for var, v in zip(variables, _multi_dof_values(jtype, values)):
+                                q[self.joint_index(var)] = v
                     return q
         raise UnknownNameError(f"no SRDF group_state named {name!r}")
 
@@ -437,6 +467,22 @@ class RobotModel:
             f"RobotModel({self.name!r}, base={self.base_name!r}, bodies={self.num_bodies}, "
             f"joints={self.num_joints})"
         )
+
+
+def _multi_dof_values(jtype: str, values: list[float]) -> list[float]:
+    """A planar or floating joint's SRDF group_state values in this model's variable order.
+
+    Planar: ``x y theta`` as written. Floating: MoveIt writes ``x y z qx qy qz qw`` (its
+    quaternion layout) -> ``x y z yaw pitch roll``; six values are taken as written."""
+    if jtype != "floating" or len(values) != 7:
+        return list(values)
+    x, y, z, qx, qy, qz, qw = values
+    nrm = float(np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)) or 1.0
+    qx, qy, qz, qw = qx / nrm, qy / nrm, qz / nrm, qw / nrm
+    roll = float(np.arctan2(2 * (qw * qx + qy * qz), 1 - 2 * (qx * qx + qy * qy)))
+    pitch = float(np.arcsin(np.clip(2 * (qw * qy - qz * qx), -1.0, 1.0)))
+    yaw = float(np.arctan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz)))
+    return [x, y, z, yaw, pitch, roll]
 
 
 def _apply_mesh_mode(

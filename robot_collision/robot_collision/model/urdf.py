@@ -56,13 +56,22 @@ __all__ = [
     "parse_srdf",
     "read_xml_source",
     "XMLSource",
+    "expand_multi_dof_joints",
+    "PLANAR_VARIABLES",
+    "FLOATING_VARIABLES",
 ]
 
 PackageDirs = Union[
     Mapping[str, Union[str, os.PathLike[str]]], Sequence[Union[str, os.PathLike[str]]], None
 ]
 
-_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "planar", "floating")
+
+PLANAR_VARIABLES = ("x", "y", "theta")
+"""Suffixes of a planar joint's virtual joints, ``<joint>/x`` etc. (MoveIt's variable names)."""
+FLOATING_VARIABLES = ("x", "y", "z", "yaw", "pitch", "roll")
+"""Suffixes of a floating joint's virtual joints: translation, then R = Rz(yaw) Ry(pitch)
+Rx(roll)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,8 @@ class URDFDescription:
     links: list[LinkDescription]
     joints: list[JointDescription]
     report: LoadReport = field(default_factory=LoadReport, compare=False, repr=False)
+    multi_dof: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Planar and floating joints of the file: name -> (type, its virtual joints in order)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,10 @@ class SRDFDescription:
     group_chains: dict[str, list[tuple[str, str]]]
     group_subgroups: dict[str, list[str]]
     group_states: dict[str, dict[str, dict[str, float]]]  # group -> state -> joint -> value
+    virtual_joints: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """``<virtual_joint>`` entries: (name, type, parent_frame, child_link)."""
+    group_state_lists: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
+    """Multi-valued group_state joints (a planar or floating joint's values), as written."""
 
 
 XMLSource = Union[str, bytes, os.PathLike[str]]
@@ -352,11 +367,16 @@ def _joint(el: object, seen_links: set[str]) -> _RawJoint:
         if ln not in seen_links:
             raise URDFError(f"{what} refers to unknown link {ln!r}")
     axis_el = el.find("axis")  # type: ignore[attr-defined]
+    # a planar joint's axis is its plane's normal; without <axis> the plane is the joint
+    # frame's XY plane, as pinocchio and MoveIt place it (URDF's general default is x)
+    default_axis = [0.0, 0.0, 1.0] if jtype == "planar" else [1.0, 0.0, 0.0]
     axis = np.array(
         _floats(
-            axis_el.get("xyz") if axis_el is not None else None, 3, f"{what} axis", [1.0, 0.0, 0.0]
+            axis_el.get("xyz") if axis_el is not None else None, 3, f"{what} axis", default_axis
         )
     )
+    if jtype == "floating":
+        axis = np.array([1.0, 0.0, 0.0])  # unused: a floating joint moves along every axis
     if jtype != "fixed":
         nrm = float(np.linalg.norm(axis))
         if nrm < 1e-9:
@@ -380,6 +400,8 @@ def _joint(el: object, seen_links: set[str]) -> _RawJoint:
         raise URDFError(f"{what} effort limit must be positive (or 0 for none), got {eff}")
     mim = el.find("mimic")  # type: ignore[attr-defined]
     mimic = None
+    if mim is not None and jtype in ("planar", "floating"):
+        raise URDFError(f"{what} is {jtype} and has a <mimic>: only single-axis joints can mimic")
     if mim is not None:
         if not mim.get("joint"):
             raise URDFError(f"{what} <mimic> needs a joint attribute")
@@ -400,9 +422,15 @@ def _resolve_joints(
     """Mimic joints of missing leaders become independent; moving joints without a velocity
     limit get the default (both noted in ``report``)."""
     names = {j.name for j in raw}
+    multi = {j.name: j.type for j in raw if j.type in ("planar", "floating")}
     out: list[JointDescription] = []
     for j in raw:
         mimic = j.mimic
+        if mimic is not None and mimic[0] in multi:
+            raise URDFError(
+                f"joint {j.name!r} mimics {multi[mimic[0]]} joint {mimic[0]!r}; a mimic joint "
+                "must follow a revolute, continuous or prismatic joint"
+            )
         if mimic is not None and mimic[0] not in names:
             report.add(
                 "URDF", f"joint {j.name!r}", INDEPENDENT,
@@ -416,10 +444,13 @@ def _resolve_joints(
         elif vel is None:
             vel = limits.default_velocity_limit
             if mimic is None:  # a mimic joint follows its leader: its own limit is unused
+                unit = {"prismatic": "m/s", "revolute": "rad/s", "continuous": "rad/s"}.get(
+                    j.type, "m/s and rad/s, per variable"
+                )
                 report.add(
                     "URDF", f"joint {j.name!r}", DEFAULTED,
                     f"joint {j.name!r} ({j.type}) gives no velocity limit (velocity missing or "
-                    f"0); using the default {vel:g} {'m/s' if j.type == 'prismatic' else 'rad/s'}"
+                    f"0); using the default {vel:g} {unit}"
                     " (LoadLimits.default_velocity_limit); give <limit velocity=...> to set it",
                 )
         out.append(
@@ -483,8 +514,84 @@ def parse_urdf(
         jseen.add(j.name)
         raw.append(j)
     joints = _resolve_joints(raw, lim, rep)
+    links, joints, multi = expand_multi_dof_joints(links, joints, lim)
     name = root.get("name") or "robot"
-    return URDFDescription(name, links, joints, rep)
+    return URDFDescription(name, links, joints, rep, multi)
+
+
+def _plane_basis(normal: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """In-plane unit axes (u, v) with u x v = normal; (x, y) for the normal z."""
+    n = normal / np.linalg.norm(normal)
+    if abs(n[2]) > 1.0 - 1e-12:
+        u = np.array([1.0, 0.0, 0.0])
+    else:
+        u = np.cross([0.0, 0.0, 1.0], n)
+        u /= np.linalg.norm(u)
+    v = np.cross(n, u)
+    return u, v
+
+
+def expand_multi_dof_joints(
+    links: list[LinkDescription], joints: list[JointDescription], limits: LoadLimits
+) -> tuple[list[LinkDescription], list[JointDescription], dict[str, tuple[str, tuple[str, ...]]]]:
+    """Each planar or floating joint replaced by a chain of single-axis virtual joints through
+    virtual links without geometry (named like the virtual joint whose child they are):
+
+    - planar ``J`` (plane normal ``axis``, joint frame XY when no ``<axis>``): ``J/x``, ``J/y``
+      prismatic along the plane's in-plane axes, ``J/theta`` continuous about the normal;
+    - floating ``J``: ``J/x``, ``J/y``, ``J/z`` prismatic along the joint frame's axes, then
+      ``J/yaw`` (z), ``J/pitch`` (y), ``J/roll`` (x) continuous, so that the child's rotation
+      is Rz(yaw) Ry(pitch) Rx(roll) (URDF's rpy convention) and its origin is (x, y, z) in the
+      joint frame.
+
+    Translations are bounded to ``[-b, b]`` with ``b = limits.floating_translation_bound``;
+    the velocity limit of the joint (or the default) applies to every variable."""
+    if not any(j.type in ("planar", "floating") for j in joints):
+        return links, joints, {}
+    taken = {ln.name for ln in links}
+    jtaken = {j.name for j in joints}
+    bound = float(limits.floating_translation_bound)
+    out_links = list(links)
+    out_joints: list[JointDescription] = []
+    multi: dict[str, tuple[str, tuple[str, ...]]] = {}
+    ex, ey, ez = np.eye(3)
+    for j in joints:
+        if j.type not in ("planar", "floating"):
+            out_joints.append(j)
+            continue
+        if j.type == "planar":
+            u, v = _plane_basis(j.axis)
+            spec = [("x", "prismatic", u), ("y", "prismatic", v), ("theta", "continuous", j.axis)]
+        else:
+            spec = [
+                ("x", "prismatic", ex), ("y", "prismatic", ey), ("z", "prismatic", ez),
+                ("yaw", "continuous", ez), ("pitch", "continuous", ey),
+                ("roll", "continuous", ex),
+            ]
+        names = tuple(f"{j.name}/{suffix}" for suffix, _, _ in spec)
+        for vname in names:
+            if vname in taken or vname in jtaken:
+                raise URDFError(
+                    f"{j.type} joint {j.name!r} needs the virtual link and joint {vname!r}, but "
+                    "the URDF already has a link or joint of that name; rename it"
+                )
+            taken.add(vname)
+        parent = j.parent
+        for k, ((_, vtype, ax), vname) in enumerate(zip(spec, names)):
+            last = k == len(spec) - 1
+            child = j.child if last else vname
+            if not last:
+                out_links.append(LinkDescription(vname, []))
+            lo, hi = (-bound, bound) if vtype == "prismatic" else (-np.inf, np.inf)
+            out_joints.append(
+                JointDescription(
+                    vname, vtype, parent, child, j.origin if k == 0 else np.eye(4),
+                    np.asarray(ax, dtype=float), lo, hi, j.velocity, j.effort, None,
+                )
+            )
+            parent = vname
+        multi[j.name] = (j.type, names)
+    return out_links, out_joints, multi
 
 
 def parse_srdf(
@@ -493,6 +600,7 @@ def parse_srdf(
     joint_names: Optional[Iterable[str]] = None,
     report: Optional[LoadReport] = None,
     limits: Optional[LoadLimits] = None,
+    base_link: Optional[str] = None,
 ) -> SRDFDescription:
     """Parse an SRDF path or XML string against the URDF's ``link_names`` (and ``joint_names``,
     all joints, when given). A ``disable_collisions`` or ``group_state`` entry naming a link or
@@ -506,6 +614,32 @@ def parse_srdf(
         raise SRDFError(f"SRDF root element must be <robot>, got <{root.tag}>")
     known = set(link_names)
     known_joints = None if joint_names is None else set(joint_names)
+    virtual: list[tuple[str, str, str, str]] = []
+    for el in root.findall("virtual_joint"):
+        vname, vtype = el.get("name") or "", el.get("type") or ""
+        parent, child = el.get("parent_frame") or "", el.get("child_link") or ""
+        if not vname or not child:
+            raise SRDFError("<virtual_joint> needs name and child_link attributes")
+        if vtype not in ("fixed", "planar", "floating"):
+            raise SRDFError(
+                f"virtual_joint {vname!r} has type {vtype!r}; MoveIt knows fixed, planar, floating"
+            )
+        if child not in known:
+            rep.add(
+                "SRDF", f"virtual_joint {vname!r}", DROPPED,
+                f"virtual_joint {vname!r} attaches link {child!r}, which is not a link of the "
+                "URDF; entry dropped",
+            )
+            continue
+        if base_link is not None and child != base_link:
+            rep.add(
+                "SRDF", f"virtual_joint {vname!r}", DROPPED,
+                f"virtual_joint {vname!r} attaches {child!r}, which is not the URDF's root link "
+                f"{base_link!r} (MoveIt requires the root); entry dropped",
+            )
+            continue
+        virtual.append((vname, vtype, parent, child))
+    virtual_names = {v[0] for v in virtual}
     disabled: list[tuple[str, str]] = []
     for el in root.findall("disable_collisions"):
         a, b = el.get("link1"), el.get("link2")
@@ -538,21 +672,27 @@ def parse_srdf(
         gchains[gname] = chains
         gsub[gname] = [x.get("name") for x in g.findall("group") if x.get("name")]
     states: dict[str, dict[str, dict[str, float]]] = {}
+    state_lists: dict[str, dict[str, dict[str, list[float]]]] = {}
     for s in root.findall("group_state"):
         sname = s.get("name") or ""
         vals: dict[str, float] = {}
+        lists: dict[str, list[float]] = {}
         for j in s.findall("joint"):
             jname = j.get("name")
             if not jname:
                 raise SRDFError(f"group_state {sname!r} has a <joint> without a name")
             try:
-                value = float(j.get("value", "").split()[0])
+                values = [float(v) for v in j.get("value", "").split()]
+                value = values[0]
             except (ValueError, IndexError) as exc:
                 raise SRDFError(
                     f"group_state {sname!r} joint {jname!r} value is not a number"
                 ) from exc
-            if not np.isfinite(value):
+            if not np.all(np.isfinite(values)):
                 raise SRDFError(f"group_state {sname!r} joint {jname!r} value is not finite")
+            if len(values) > 1 or jname in virtual_names:
+                lists[jname] = values  # a planar/floating joint's variables (or a virtual joint)
+                continue
             if known_joints is not None and jname not in known_joints:
                 rep.add(
                     "SRDF", f"group_state {sname!r} joint {jname!r}", DROPPED,
@@ -562,4 +702,8 @@ def parse_srdf(
                 continue
             vals[jname] = value
         states.setdefault(s.get("group") or "", {})[sname] = vals
-    return SRDFDescription(disabled, groups, glinks, gchains, gsub, states)
+        if lists:
+            state_lists.setdefault(s.get("group") or "", {})[sname] = lists
+    return SRDFDescription(
+        disabled, groups, glinks, gchains, gsub, states, virtual, state_lists
+    )
