@@ -34,7 +34,7 @@ from .scene import RobotArrays, robot_arrays
 __all__ = ["robot_filter", "robot_filter_mask"]
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)  # clouds are processed off the executor
 def _filter_mask(P, q, kin, rs, pad, keep):  # type: ignore[no-untyped-def]
     L = rs.link_start.shape[0] - 1
     S = rs.kind.shape[0]

@@ -631,12 +631,12 @@ class VelocityFilterNode(Node):
         version, objects = self.world.snapshot()
         if s.point_cloud_topics:
             ros_now = node_now(self)
-            missing = self.clouds.missing(ros_now)
+            missing = self.clouds.problems(ros_now)
             if missing and s.cloud_timeout_action == "stop":
                 return _Cycle(zeros, None, False,
-                              f"stale cloud: no cloud newer than cloud_max_age "
-                              f"{s.cloud_max_age:g} s on {', '.join(missing)} (the scene is "
-                              "unknown; cloud_timeout_action 'stop')")
+                              "stale cloud: " + "; ".join(f"{t}: {why}" for t, why in
+                                                          missing.items())
+                              + " (the scene is unknown; cloud_timeout_action 'stop')")
             clouds = self.clouds.objects(ros_now)
             key: Any = (version, tuple(c.name for c in clouds), tuple(id(c) for c in clouds))
             objects = tuple(objects) + tuple(clouds)

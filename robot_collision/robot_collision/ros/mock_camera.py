@@ -9,7 +9,8 @@ and publishes the points.
 Interface:
 
 - publishes ``topic`` (default ``~/points``, ``sensor_msgs/PointCloud2``, FLOAT32 x, y, z,
-  dense, reliable) at ``rate`` Hz, in the camera's optical frame ``frame_id`` (z forward, x
+  organised ``height`` x ``width`` with NaN for pixels without a return (``is_dense`` false, as
+  depth cameras publish), reliable) at ``rate`` Hz, in the camera's optical frame ``frame_id`` (z forward, x
   right, y down), stamped with the node clock; set the consumers' ``camera_poses`` to the same
   pose (or publish the camera's TF) so that they can place the cloud in the base frame.
 - subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD / REMOVE /
@@ -39,7 +40,7 @@ from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
 
 from ..errors import ConfigurationError, RobotCollisionError
 from ..geometry.transforms import pose_from_position_quat
-from ..tools.depth_camera import DepthCamera, render_points
+from ..tools.depth_camera import DepthCamera, render_grid
 from .point_clouds import points_to_pointcloud2
 from .wiring import apply_parameter_values, finite_float, start_up_settings
 from .world import WorldModel
@@ -191,11 +192,11 @@ class MockCameraNode(Node):
             s = self._settings
             pose = pose_from_position_quat(s.camera_pose[:3], s.camera_pose[3:])
             with self._lock:
-                P = render_points(s.camera(), pose, self.world.objects(), self._rng)
+                G = render_grid(s.camera(), pose, self.world.objects(), self._rng)
             self._pub.publish(
-                points_to_pointcloud2(P, s.frame_id, self.get_clock().now().to_msg()))
+                points_to_pointcloud2(G, s.frame_id, self.get_clock().now().to_msg()))
             self.stats["published"] += 1
-            self.stats["points"] = len(P)
+            self.stats["points"] = int(np.isfinite(G).all(axis=-1).sum())
         except Exception as exc:
             self.stats["errors"] += 1
             self.get_logger().error(f"rendering failed: {type(exc).__name__}: {exc}",

@@ -223,6 +223,12 @@ class PlannerSettings:
     cloud_max_age: float = 1.0
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
+    cloud_occlusion_depth: float = 0.1
+    cloud_max_incidence: float = 1.4
+    cloud_min_points: int = 10
+    cloud_max_future: float = 0.1
+    cloud_max_pixels: int = 200_000
+    cloud_tf_timeout: float = 0.2
     joint_state_timeout: float = 1.0
     start_limit_tolerance: float = 0.001
     feedback_rate: float = 10.0

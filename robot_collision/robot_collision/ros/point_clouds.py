@@ -1,34 +1,57 @@
 """Sensed obstacles for the nodes: ``sensor_msgs/PointCloud2`` topics as world objects.
 
 Each node with point-cloud support (checker, velocity filter, planner) keeps one
-:class:`SensedClouds`. For every message on a topic of ``point_cloud_topics`` it
+:class:`SensedClouds`, fed by :class:`CloudSubscriptions` from a worker thread of its own (the
+node's executor never runs cloud work: a control tick never waits for a cloud). For every
+message on a topic of ``point_cloud_topics`` it
 
-1. converts the message (:func:`pointcloud2_to_points`): fields ``x``, ``y``, ``z`` of type
-   FLOAT32 or FLOAT64, either byte order; a cloud with more than ``cloud_max_points`` points,
-   missing or mistyped fields, offsets outside the point or data shorter than declared is
-   rejected with a :class:`CloudError` saying what is wrong. Points with a NaN/inf coordinate
-   are dropped when the message says it may have them (``is_dense`` false, as organised depth
-   clouds do for pixels without depth) and reject the cloud otherwise;
-2. transforms it into the robot base frame: identity for an empty ``frame_id`` or the base /
-   output frame; else tf2 (when ``tf2_ros`` is importable and has the transform at the stamp);
+1. refuses a cloud stamped more than ``cloud_max_future`` s ahead of the node's clock (it could
+   not be aged: a camera that dies after it would be trusted for as long as the stamp is ahead);
+2. converts the message (:func:`pointcloud2_to_grid`): fields ``x``, ``y``, ``z`` of type
+   FLOAT32 or FLOAT64, either byte order, organised clouds kept as their pixel grid (NaN where
+   a pixel has no return) and decimated to at most ``cloud_max_pixels`` (every k-th row and
+   column) before anything else is done with them; a cloud with more than ``cloud_max_points``
+   points, missing or mistyped fields, offsets outside the point or data shorter than declared
+   is rejected with a :class:`CloudError` saying what is wrong, as is one declaring
+   ``is_dense`` with NaN/inf points;
+3. refuses a cloud with fewer than ``cloud_min_points`` valid points (all-NaN, empty: a blinded
+   or faulty sensor, not free space) and marks its topic as without a current cloud until a
+   good one arrives (the filter's ``cloud_timeout_action`` applies at once);
+4. gives each sample the ball that covers its share of the surface (organised clouds: the
+   sensor-model radius of :mod:`robot_collision.geometry.sensed_surface`, from the measured
+   spacing of neighbouring pixels, at least ``cloud_point_radius``; unorganised clouds:
+   ``cloud_point_radius``);
+5. places it in the robot base frame: identity for an empty ``frame_id`` or the base / output
+   frame; else tf2 at the cloud's stamp, waiting up to ``cloud_tf_timeout`` s (dynamic /tf);
    else the static pose given for the topic in ``camera_poses`` (``"topic=x y z qx qy qz
    qw"``, m and unit quaternion); else the cloud is rejected;
-3. thins it to one point per ``cloud_resolution`` voxel (0 = keep all);
-4. removes the points on the robot (:func:`~robot_collision.collision.self_filter.robot_filter`,
-   padding ``cloud_padding``) at the joint state nearest the cloud's stamp (a cloud that
-   arrives before any joint state is rejected: it cannot be self-filtered);
-5. indexes it (:class:`~robot_collision.geometry.point_cloud.PointCloud`) and keeps it as the
-   topic's world object (named after the topic), replacing the topic's previous cloud.
+6. removes the samples on the robot (within ``cloud_padding`` of its geometry at the joint
+   state nearest the cloud's stamp; a cloud that arrives before any joint state is rejected);
+7. adds the space hidden behind each remaining sample along its camera ray, to
+   ``cloud_occlusion_depth`` m (the sensor origin is the cloud frame's origin; clouds given in
+   the base frame have none and get no occlusion);
+8. merges the balls per ``cloud_resolution`` voxel (each merged ball contains the ones it
+   replaces), groups them by radius class and keeps them, indexed
+   (:class:`~robot_collision.geometry.point_cloud.PointCloud`), as the topic's world objects
+   (``topic#r<radius>mm``), replacing the topic's previous cloud.
 
 :meth:`SensedClouds.objects` returns the clouds not older than ``cloud_max_age`` (by stamp
 against the node's clock; 0 = never too old); :meth:`SensedClouds.missing` names the topics
-without such a cloud (the velocity filter then stops or ignores them, see its
+without such a cloud or whose newest message was refused as a faulty sensor, and
+:meth:`SensedClouds.problems` says why (the velocity filter then stops or ignores them, see its
 ``cloud_timeout_action``).
+
+What the safety distance then guarantees (the filter keeps it from the balls): against every
+surface the camera sampled, if it is planar between neighbouring samples (no thin features
+between pixels), and against anything hidden within ``cloud_occlusion_depth`` behind a seen
+surface, minus the depth noise the radii do not include (give ``cloud_point_radius`` >= about 3
+noise standard deviations). Not guaranteed: objects no sensor sees (outside the field of view,
+farther than ``cloud_occlusion_depth`` behind a seen surface, thinner than a pixel), and
+anything that moved since the cloud's stamp (up to ``cloud_max_age``).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 import time
@@ -41,17 +64,19 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from ..collision.self_filter import robot_filter
+from ..collision.self_filter import robot_filter_mask
 from ..errors import ConfigurationError, RobotCollisionError
-from ..geometry.cloud_index import voxel_downsample
 from ..geometry.point_cloud import PointCloud
+from ..geometry.sensed_surface import grid_radii, merge_balls, occlusion_balls, radius_classes
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import pose_from_position_quat
 from ..model.robot_model import RobotModel
-from .intake import CheckedSubscription, MessageLimits, MessageRejectedError
+from .intake import MessageLimits, MessageRejectedError, decode
 
 __all__ = [
     "CLOUD_PARAMETERS",
+    "CloudSubscriptions",
+    "pointcloud2_to_grid",
     "CloudError",
     "CloudSettings",
     "JointHistory",
@@ -101,7 +126,45 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
     ),
     "cloud_point_radius": (
         0.0,
-        "Radius (m) of the ball around each cloud point (0 = the points themselves).",
+        "Smallest radius (m) of the ball around each cloud point; organised clouds (height > 1) "
+        "get at least the sensor-model radius that covers the surface between neighbouring "
+        "pixels (see robot_collision.geometry.sensed_surface), unorganised ones exactly this.",
+        ">= 0",
+    ),
+    "cloud_occlusion_depth": (
+        0.1,
+        "The space behind each measured point along its camera ray is an obstacle up to this "
+        "depth (m; 0 = none). Needs the sensor origin: tf2 or camera_poses (clouds in the base "
+        "frame have none and get no occlusion).",
+        ">= 0",
+    ),
+    "cloud_max_incidence": (
+        1.4,
+        "Neighbouring pixels farther apart than a surface seen at this incidence angle (rad from "
+        "the surface normal) are a depth edge, not one surface.",
+        "[0, 1.55]",
+    ),
+    "cloud_min_points": (
+        10,
+        "A cloud with fewer valid (finite) points than this is a faulty sensor (blinded, "
+        "all-NaN, empty), not free space: it is refused and its topic counts as without a "
+        "current cloud (the filter's cloud_timeout_action applies).",
+        ">= 0",
+    ),
+    "cloud_max_future": (
+        0.1,
+        "A cloud stamped more than this (s) ahead of the node's clock is refused.",
+        ">= 0",
+    ),
+    "cloud_max_pixels": (
+        200_000,
+        "Organised clouds with more points are decimated (every k-th row and column) to at most "
+        "this many before any other work; the sensor-model radius covers the wider spacing.",
+        "> 0",
+    ),
+    "cloud_tf_timeout": (
+        0.2,
+        "How long (s) a cloud waits for tf2 to have its frame at its stamp (dynamic /tf).",
         ">= 0",
     ),
 }
@@ -127,6 +190,12 @@ class CloudSettings:
     cloud_max_age: float = 1.0
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
+    cloud_occlusion_depth: float = 0.1
+    cloud_max_incidence: float = 1.4
+    cloud_min_points: int = 10
+    cloud_max_future: float = 0.1
+    cloud_max_pixels: int = 200_000
+    cloud_tf_timeout: float = 0.2
 
 
 def _number(value: Any, name: str, minimum: float = 0.0, strict: bool = False) -> float:
@@ -173,11 +242,18 @@ def validate_cloud_parameter(name: str, value: Any) -> Any:
                     f"camera_poses entry {entry!r}: the quaternion must have unit length")
             out.append((topic.strip(), vals))
         return tuple(out)
-    if name == "cloud_max_points":
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigurationError(f"cloud_max_points must be a positive integer, got {value!r}")
+    if name in ("cloud_max_points", "cloud_max_pixels", "cloud_min_points"):
+        low = 0 if name == "cloud_min_points" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigurationError(f"{name} must be an integer >= {low}, got {value!r}")
         return int(value)
-    if name in ("cloud_resolution", "cloud_padding", "cloud_max_age", "cloud_point_radius"):
+    if name == "cloud_max_incidence":
+        v = _number(value, name)
+        if v > 1.55:
+            raise ConfigurationError(f"cloud_max_incidence must be in [0, 1.55] rad, got {value!r}")
+        return v
+    if name in ("cloud_resolution", "cloud_padding", "cloud_max_age", "cloud_point_radius",
+                "cloud_occlusion_depth", "cloud_max_future", "cloud_tf_timeout"):
         return _number(value, name)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
@@ -288,23 +364,93 @@ def pointcloud2_to_points(
     return P
 
 
+def pointcloud2_to_grid(
+    msg: Any, max_points: int = 2_000_000, max_pixels: int = 0
+) -> tuple[NDArray[np.float64], int]:
+    """``(G, k)``: the x, y, z of a ``sensor_msgs/PointCloud2`` as an (h, w, 3) float64 grid in
+    the message's frame (NaN where a point is not finite), every ``k``-th row and column of an
+    organised cloud so that ``h * w <= max_pixels`` (0 = all; ``k`` = 1 for unorganised clouds,
+    which are (1, n, 3)). Decimated before any conversion: a 1 M-point cloud costs the pixels
+    kept. Same checks and errors as :func:`pointcloud2_to_points`; a cloud declaring
+    ``is_dense`` with non-finite points is rejected."""
+    width, height = int(msg.width), int(msg.height)
+    n = width * height
+    if n > max_points:
+        raise CloudError(f"cloud has {n} points ({width} x {height}), more than "
+                         f"cloud_max_points {max_points}")
+    step, row = int(msg.point_step), int(msg.row_step)
+    fields = {f.name: f for f in msg.fields}
+    missing = [a for a in "xyz" if a not in fields]
+    if missing:
+        raise CloudError(f"cloud has no {', '.join(missing)} field(s) (fields: "
+                         f"{sorted(fields)}); expected x, y, z of type FLOAT32 or FLOAT64")
+    endian = ">" if msg.is_bigendian else "<"
+    dtypes = []
+    for a in "xyz":
+        f = fields[a]
+        if f.datatype not in (_FLOAT32, _FLOAT64) or int(getattr(f, "count", 1) or 1) != 1:
+            raise CloudError(f"cloud field {a!r} has datatype {f.datatype} x {f.count}; "
+                             "expected one FLOAT32 (7) or FLOAT64 (8)")
+        size = 4 if f.datatype == _FLOAT32 else 8
+        if f.offset < 0 or f.offset + size > step:
+            raise CloudError(f"cloud field {a!r} at offset {f.offset} does not fit the point "
+                             f"step {step}")
+        dtypes.append((int(f.offset), f"{endian}f{size}"))
+    if n == 0:
+        return np.zeros((1, 0, 3)), 1
+    if row < width * step:
+        raise CloudError(f"cloud row_step {row} is shorter than width x point_step "
+                         f"({width} x {step})")
+    data = msg.data
+    buf = data if isinstance(data, (bytes, bytearray, memoryview)) else memoryview(data)
+    if isinstance(buf, memoryview):
+        buf = buf.cast("B")
+    if len(buf) < row * height:
+        raise CloudError(f"cloud data has {len(buf)} bytes, fewer than row_step x height "
+                         f"({row} x {height})")
+    k = 1
+    if height > 1 and max_pixels > 0 and n > max_pixels:
+        k = math.ceil(math.sqrt(n / max_pixels))
+        while ((height + k - 1) // k) * ((width + k - 1) // k) > max_pixels:
+            k += 1
+    raw = np.frombuffer(buf, dtype=np.uint8, count=row * height).reshape(height, row)
+    raw = raw[::k, : width * step].reshape(-1, width, step)[:, ::k]
+    h, w = raw.shape[:2]
+    G = np.empty((h, w, 3))
+    for col, (off, dt) in enumerate(dtypes):
+        size = int(dt[-1])
+        G[:, :, col] = np.ascontiguousarray(raw[:, :, off : off + size]).view(dt)[..., 0]
+    if msg.is_dense and height * width:
+        bad = int((~np.isfinite(G).all(axis=-1)).sum())
+        if bad:
+            raise CloudError(f"cloud declares is_dense but {bad} of its points have NaN/inf "
+                             "coordinates")
+    if height <= 1:
+        G = G.reshape(1, -1, 3)
+    return G, k
+
+
 def points_to_pointcloud2(points: NDArray[np.float64], frame_id: str, stamp: Any = None) -> Any:
-    """An unorganised, dense ``sensor_msgs/PointCloud2`` of FLOAT32 x, y, z."""
+    """A ``sensor_msgs/PointCloud2`` of FLOAT32 x, y, z: unorganised and dense for (N, 3)
+    points, organised (height x width, ``is_dense`` false when a point is NaN: no return) for
+    an (H, W, 3) grid."""
     from sensor_msgs.msg import PointCloud2, PointField
 
-    P = np.ascontiguousarray(points, dtype="<f4").reshape(-1, 3)
+    A = np.asarray(points)
+    height = A.shape[0] if A.ndim == 3 else 1
+    P = np.ascontiguousarray(A, dtype="<f4").reshape(-1, 3)
     msg = PointCloud2()
     msg.header.frame_id = frame_id
     if stamp is not None:
         msg.header.stamp = stamp
-    msg.height = 1
-    msg.width = len(P)
+    msg.height = height
+    msg.width = len(P) // height if height else 0
     msg.fields = [PointField(name=a, offset=4 * i, datatype=_FLOAT32, count=1)
                   for i, a in enumerate("xyz")]
     msg.is_bigendian = False
     msg.point_step = 12
-    msg.row_step = 12 * len(P)
-    msg.is_dense = True
+    msg.row_step = 12 * msg.width
+    msg.is_dense = bool(np.isfinite(P).all())
     msg.data = P.tobytes()
     return msg
 
@@ -341,19 +487,20 @@ class JointHistory:
 @dataclass(frozen=True)
 class _Cloud:
     stamp: float  # s, the message's stamp (node clock)
-    obj: WorldObject
+    objects: tuple[WorldObject, ...]  # one per radius class (see sensed_surface)
     raw_points: int
 
 
-TransformLookup = Callable[[str, float], Optional[NDArray[np.float64]]]
+TransformLookup = Callable[..., Optional[NDArray[np.float64]]]
 
 
 class SensedClouds:
     """The newest cloud of every topic, as world objects in the robot base frame (see the
     module docstring). Thread-safe: ``on_message`` may run in another thread than ``objects``.
 
-    ``lookup(frame_id, stamp)`` returns the (4, 4) pose of ``frame_id`` in the base frame from
-    tf2 (or None); ``base_frames`` are the frame ids taken as the base frame itself."""
+    ``lookup(frame_id, stamp, timeout)`` returns the (4, 4) pose of ``frame_id`` in the base
+    frame from tf2 (or None), waiting up to ``timeout`` s for it; ``base_frames`` are the frame
+    ids taken as the base frame itself."""
 
     def __init__(self, settings: CloudSettings, lookup: Optional[TransformLookup] = None) -> None:
         self._settings = settings
@@ -361,9 +508,10 @@ class SensedClouds:
         self._robot: Optional[RobotModel] = None
         self._base_frames: frozenset[str] = frozenset({""})
         self._clouds: dict[str, _Cloud] = {}
+        self._faults: dict[str, str] = {}
         self._lock = threading.Lock()
         self.joints = JointHistory()
-        self.stats = {"received": 0, "accepted": 0, "rejected": 0}
+        self.stats = {"received": 0, "accepted": 0, "rejected": 0, "faulty": 0}
         self.last_error = ""
 
     @property
@@ -377,6 +525,9 @@ class SensedClouds:
             for topic in list(self._clouds):
                 if topic not in settings.point_cloud_topics:
                     del self._clouds[topic]
+            for topic in list(self._faults):
+                if topic not in settings.point_cloud_topics:
+                    del self._faults[topic]
 
     def set_robot(self, robot: RobotModel, base_frames: Mapping[str, None] | set[str]) -> None:
         """The robot whose points are removed, and the frame ids that mean its base frame."""
@@ -387,27 +538,35 @@ class SensedClouds:
             self._robot = robot
             self._base_frames = frozenset({"", *base_frames})
 
-    def _pose(self, topic: str, frame_id: str, stamp: float) -> NDArray[np.float64]:
+    def _pose(self, topic: str, frame_id: str, stamp: float) -> Optional[NDArray[np.float64]]:
+        """The frame's pose in the base frame; None for the base frame itself (no sensor
+        origin known)."""
         if frame_id in self._base_frames:
-            return np.eye(4)
+            return None
         if self._lookup is not None:
-            T = self._lookup(frame_id, stamp)
+            try:
+                T = self._lookup(frame_id, stamp, self._settings.cloud_tf_timeout)
+            except TypeError:  # a lookup without a timeout argument
+                T = self._lookup(frame_id, stamp)
             if T is not None:
                 return T
         for name, vals in self._settings.camera_poses:
             if name == topic:
                 return pose_from_position_quat(vals[:3], vals[3:])
+        why = ("tf2 has none within cloud_tf_timeout; " if self._lookup is not None
+               else "tf2 is not available; ")
         raise CloudError(
-            f"no transform from the cloud's frame {frame_id!r} to the base frame: "
-            f"{'tf2 has none; ' if self._lookup is not None else 'tf2 is not available; '}"
-            f"give camera_poses '{topic}=x y z qx qy qz qw'")
+            f"no transform from the cloud's frame {frame_id!r} to the base frame: {why}"
+            f"give camera_poses '{topic}=x y z qx qy qz qw' or publish the frame on /tf")
 
-    def on_message(self, topic: str, msg: Any, stamp: float) -> str:
-        """Process one message of ``topic`` stamped ``stamp`` (s); returns a summary or raises
-        :class:`CloudError` (the topic's previous cloud then stays)."""
+    def on_message(self, topic: str, msg: Any, stamp: float, now: Optional[float] = None) -> str:
+        """Process one message of ``topic`` stamped ``stamp`` (s; ``now``: the node clock, for
+        the future-stamp check); returns a summary or raises :class:`CloudError` (the topic's
+        previous cloud then stays; a faulty-sensor cloud also marks the topic as without a
+        current cloud until a good one arrives)."""
         self.stats["received"] += 1
         try:
-            text = self._process(topic, msg, stamp)
+            text = self._process(topic, msg, stamp, now)
         except RobotCollisionError as exc:
             self.stats["rejected"] += 1
             self.last_error = f"{topic}: {exc}"
@@ -417,32 +576,71 @@ class SensedClouds:
         self.stats["accepted"] += 1
         return text
 
-    def _process(self, topic: str, msg: Any, stamp: float) -> str:
+    def _fault(self, topic: str, text: str) -> CloudError:
+        with self._lock:
+            if topic in self._settings.point_cloud_topics:
+                self._faults[topic] = text
+        self.stats["faulty"] += 1
+        return CloudError(text)
+
+    def _process(self, topic: str, msg: Any, stamp: float, now: Optional[float]) -> str:
         s = self._settings
         if topic not in s.point_cloud_topics:
             raise CloudError(f"topic {topic!r} is not in point_cloud_topics")
         robot = self._robot
         if robot is None:
             raise CloudError("no robot model loaded yet")
+        if now is not None and stamp > now + s.cloud_max_future:
+            raise self._fault(
+                topic, f"cloud stamped {stamp - now:.3f} s ahead of the node's clock (more than "
+                f"cloud_max_future {s.cloud_max_future:g} s): the stamp is wrong, the cloud "
+                "cannot be aged; fix the sensor's clock")
         t0 = time.perf_counter()
         T = self._pose(topic, str(msg.header.frame_id), stamp)
-        P = pointcloud2_to_points(msg, s.cloud_max_points, T)
-        raw = len(P)
-        if s.cloud_resolution > 0 and len(P):
-            P = voxel_downsample(P, s.cloud_resolution)
+        G, _ = pointcloud2_to_grid(msg, s.cloud_max_points, s.cloud_max_pixels)
+        valid = np.isfinite(G).all(axis=-1)
+        raw = int(valid.sum())
+        if raw < max(1, s.cloud_min_points):
+            raise self._fault(
+                topic, f"cloud has {raw} valid points of {int(msg.width) * int(msg.height)} "
+                f"(fewer than cloud_min_points {s.cloud_min_points}): a blinded or faulty "
+                "sensor, not free space")
         q = self.joints.nearest(stamp)
         if q is None:
             raise CloudError("no joint state received yet: the cloud cannot be self-filtered")
-        if len(P):
-            P = robot_filter(robot, P, q, s.cloud_padding)
-        cloud = PointCloud(P, s.cloud_point_radius,
-                           s.cloud_resolution if s.cloud_resolution > 0 else None,
-                           grid_cells=LIVE_GRID_CELLS)
-        cloud.index  # noqa: B018 - built here, in the cloud's callback, not in a control tick
+        if G.shape[0] > 1 and G.shape[1] > 1:
+            Rg = grid_radii(G, s.cloud_max_incidence, s.cloud_point_radius)
+        else:
+            Rg = np.full(G.shape[:2], s.cloud_point_radius)
+        P, R = G[valid], Rg[valid]
+        Tb = np.eye(4) if T is None else T
+        Pb = P @ Tb[:3, :3].T + Tb[:3, 3]
+        # the samples on the robot (within cloud_padding of it) are removed, by the sample's
+        # own position: a ball of an obstacle's sample that reaches the robot stays (the arm is
+        # that close to the obstacle); the occlusion balls are not self-filtered (the arm
+        # pressing into the space behind a seen surface must not carve it away)
+        keep = robot_filter_mask(robot, Pb, q, s.cloud_padding)
+        P, R, Pb = P[keep], R[keep], Pb[keep]
+        C, Rc = Pb, R
+        if T is not None and s.cloud_occlusion_depth > 0.0 and len(P):
+            S, Rs = occlusion_balls(P, R, s.cloud_occlusion_depth,
+                                    max(s.cloud_resolution, 0.005))
+            C = np.concatenate([Pb, S @ Tb[:3, :3].T + Tb[:3, 3]])
+            Rc = np.concatenate([R, Rs])
+        if s.cloud_resolution > 0 and len(C):
+            C, Rc = merge_balls(C, Rc, s.cloud_resolution)
+        objects = []
+        n = 0
+        for k, radius, centres in radius_classes(C, Rc):
+            n += len(centres)
+            cloud = PointCloud(centres, radius, None, grid_cells=LIVE_GRID_CELLS)
+            cloud.index  # noqa: B018 - built here, off the control tick
+            objects.append(WorldObject(cloud, np.eye(4), f"{topic}#r{1e3 * radius:.1f}mm"))
         with self._lock:
             if topic in self._settings.point_cloud_topics:
-                self._clouds[topic] = _Cloud(stamp, WorldObject(cloud, np.eye(4), topic), raw)
-        return (f"{topic}: {raw} points -> {cloud.num_points} after thinning and self-filtering "
+                self._clouds[topic] = _Cloud(stamp, tuple(objects), raw)
+                self._faults.pop(topic, None)
+        return (f"{topic}: {raw} valid points -> {n} balls in {len(objects)} radius classes "
                 f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
 
     def _fresh(self, now: float) -> dict[str, _Cloud]:
@@ -451,14 +649,33 @@ class SensedClouds:
             return {t: c for t, c in self._clouds.items() if age <= 0 or now - c.stamp <= age}
 
     def objects(self, now: float) -> list[WorldObject]:
-        """World objects of the topics' current clouds (``now``: the node clock, s)."""
+        """World objects of the topics' current clouds (``now``: the node clock, s); a topic's
+        cloud is one object per radius class, named ``topic#r<radius>mm``."""
         fresh = self._fresh(now)
-        return [fresh[t].obj for t in self._settings.point_cloud_topics if t in fresh]
+        return [o for t in self._settings.point_cloud_topics if t in fresh
+                for o in fresh[t].objects]
 
     def missing(self, now: float) -> list[str]:
-        """Topics of ``point_cloud_topics`` without a current cloud."""
+        """Topics of ``point_cloud_topics`` without a current cloud (none yet, too old, or the
+        newest message was a faulty-sensor cloud)."""
         fresh = self._fresh(now)
-        return [t for t in self._settings.point_cloud_topics if t not in fresh]
+        with self._lock:
+            faults = set(self._faults)
+        return [t for t in self._settings.point_cloud_topics if t not in fresh or t in faults]
+
+    def problems(self, now: float) -> dict[str, str]:
+        """Why each topic of :meth:`missing` has no current cloud."""
+        fresh = self._fresh(now)
+        with self._lock:
+            faults = dict(self._faults)
+        out = {}
+        for t in self._settings.point_cloud_topics:
+            if t in faults:
+                out[t] = faults[t]
+            elif t not in fresh:
+                out[t] = (f"no cloud newer than cloud_max_age {self._settings.cloud_max_age:g} s"
+                          if t in self._clouds else "no cloud received yet")
+        return out
 
 
 def tf2_lookup(node: Any, base_frame: Callable[[], str]) -> Optional[TransformLookup]:
@@ -470,11 +687,16 @@ def tf2_lookup(node: Any, base_frame: Callable[[], str]) -> Optional[TransformLo
     buffer = tf2_ros.Buffer()
     listener = tf2_ros.TransformListener(buffer, node)  # kept alive by the closure
 
-    def lookup(frame_id: str, stamp: float) -> Optional[NDArray[np.float64]]:
+    def lookup(frame_id: str, stamp: float, timeout: float = 0.0
+               ) -> Optional[NDArray[np.float64]]:
+        from rclpy.duration import Duration
         from rclpy.time import Time
 
         try:
-            tf = buffer.lookup_transform(base_frame(), frame_id, Time(seconds=stamp))
+            # the cloud is processed off the executor (CloudSubscriptions' worker thread), so
+            # waiting for a dynamic frame (/tf at 50 Hz lags the camera) blocks nothing else
+            tf = buffer.lookup_transform(base_frame(), frame_id, Time(seconds=stamp),
+                                         timeout=Duration(seconds=timeout))
         except Exception:
             return None
         t, r = tf.transform.translation, tf.transform.rotation
@@ -497,44 +719,150 @@ def stamp_seconds(stamp: Any, node: Any) -> float:
 
 
 class CloudSubscriptions:
-    """A node's subscriptions to its ``point_cloud_topics``, feeding ``clouds``; bad clouds are
-    logged (throttled) and never raise out of the callback.
+    """A node's subscriptions to its ``point_cloud_topics``, feeding ``clouds`` from a worker
+    thread of their own: the node's executor never runs a cloud callback, so a control tick
+    never waits for a cloud (taking, size-checking, deserializing and processing a 1 M-point
+    cloud take tens to hundreds of ms). Bad clouds are logged (throttled) and never raise.
 
-    Clouds arrive serialized and are size-checked with ``limits()`` (the node's message caps at
-    that moment) before they are deserialized (:mod:`robot_collision.ros.intake`; the point
+    Each topic is read with an :class:`~robot_collision.ros.intake.OnDemandSubscription`
+    (KEEP_LAST 2, outside the executor's wait set); the worker takes every ``POLL_PERIOD`` s
+    and processes the newest sample of each topic (older ones count as ``superseded``).
+    Reliability follows the topic's publishers (checked every ``QOS_CHECK_PERIOD`` s): RELIABLE
+    when every publisher is reliable (large clouds arrive whole: a best-effort reader loses
+    most 500 k-point clouds to dropped fragments), BEST_EFFORT as soon as one is best-effort
+    (a reliable reader would not match it). Clouds arrive serialized and are size-checked with
+    ``limits()`` before they are deserialized (:mod:`robot_collision.ros.intake`; the point
     bytes count against ``max_message_bytes``). ``before`` runs before each cloud is processed
     (a node that reads joint states on demand takes them there, for the self-filter)."""
+
+    POLL_PERIOD = 0.01
+    QOS_CHECK_PERIOD = 1.0
 
     def __init__(self, node: Any, clouds: SensedClouds,
                  limits: Callable[[], MessageLimits], callback_group: Any = None,
                  before: Optional[Callable[[], object]] = None) -> None:
         self._node = node
         self._clouds = clouds
-        self._group = callback_group
         self._limits = limits
         self._before = before
-        self._subs: dict[str, CheckedSubscription] = {}
+        self._subs: dict[str, tuple[Any, bool]] = {}  # topic: (reader, reliable)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._next_qos_check = 0.0
+        self.stats = {"taken": 0, "superseded": 0, "processed": 0}
+        self._thread: Optional[threading.Thread] = None
 
     @property
     def topics(self) -> list[str]:
-        return list(self._subs)
+        with self._lock:
+            return list(self._subs)
 
-    def sync(self) -> None:
-        """Subscribe to the topics of the clouds' settings, unsubscribe from the others."""
+    def reliability(self, topic: str) -> Optional[str]:
+        """'reliable' or 'best_effort' (the topic's reader now), None if not subscribed."""
+        with self._lock:
+            sub = self._subs.get(topic)
+        return None if sub is None else ("reliable" if sub[1] else "best_effort")
+
+    def _publishers_reliable(self, topic: str) -> Optional[bool]:
+        """True when the topic has publishers and all are reliable, False when one is
+        best-effort, None without publishers."""
+        from rclpy.qos import ReliabilityPolicy
+
+        try:
+            infos = self._node.get_publishers_info_by_topic(
+                self._node.resolve_topic_name(topic) if hasattr(self._node, "resolve_topic_name")
+                else topic)
+        except Exception:
+            return None
+        if not infos:
+            return None
+        return all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
+
+    def _reader(self, topic: str, reliable: bool) -> Any:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import PointCloud2
 
+        from .intake import OnDemandSubscription
+
+        qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE if reliable
+                         else ReliabilityPolicy.BEST_EFFORT)
+        return OnDemandSubscription(self._node, PointCloud2, topic, qos)
+
+    def sync(self) -> None:
+        """Subscribe to the topics of the clouds' settings, unsubscribe from the others; start
+        the worker."""
         wanted = self._clouds.settings.point_cloud_topics
-        for topic in list(self._subs):
-            if topic not in wanted:
-                self._subs.pop(topic).destroy()
-        qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT)
-        for topic in wanted:
-            if topic not in self._subs:
-                self._subs[topic] = CheckedSubscription(
-                    self._node, PointCloud2, topic, functools.partial(self._on_cloud, topic),
-                    qos, self._limits, functools.partial(self._on_rejected, topic),
-                    "PointCloud2", callback_group=self._group)
+        with self._lock:
+            for topic in list(self._subs):
+                if topic not in wanted:
+                    self._node.destroy_subscription(self._subs.pop(topic)[0].subscription)
+            for topic in wanted:
+                if topic not in self._subs:
+                    reliable = bool(self._publishers_reliable(topic))
+                    self._subs[topic] = (self._reader(topic, reliable), reliable)
+        if wanted and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, daemon=True, name=f"{self._node.get_name()}_clouds")
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop the worker (the node's destruction removes the readers)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+
+    def _check_qos(self) -> None:
+        with self._lock:
+            current = dict(self._subs)
+        for topic, (reader, reliable) in current.items():
+            want = self._publishers_reliable(topic)
+            if want is None or want == reliable:
+                continue
+            with self._lock:
+                if topic not in self._subs or self._subs[topic][0] is not reader:
+                    continue
+                self._node.destroy_subscription(reader.subscription)
+                self._subs[topic] = (self._reader(topic, want), want)
+            self._node.get_logger().info(
+                f"point cloud topic {topic}: reading {'reliable' if want else 'best-effort'} "
+                "(as its publishers)")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.POLL_PERIOD):
+            try:
+                now = time.monotonic()
+                if now >= self._next_qos_check:
+                    self._next_qos_check = now + self.QOS_CHECK_PERIOD
+                    self._check_qos()
+                with self._lock:
+                    taken = []
+                    for topic, (reader, _) in self._subs.items():
+                        samples = reader.take()
+                        if samples:
+                            taken.append((topic, samples[-1][0]))
+                            self.stats["taken"] += len(samples)
+                            self.stats["superseded"] += len(samples) - 1
+                for topic, raw in taken:
+                    self._on_raw(topic, raw)
+            except Exception as exc:  # a destroyed reader at shutdown, an RMW error
+                if self._stop.is_set() or not self._node.context.ok():
+                    return
+                try:
+                    self._node.get_logger().error(
+                        f"point cloud worker: {type(exc).__name__}: {exc}",
+                        throttle_duration_sec=2.0)
+                except Exception:
+                    return
+
+    def _on_raw(self, topic: str, raw: bytes) -> None:
+        from sensor_msgs.msg import PointCloud2
+
+        try:
+            msg = decode(raw, PointCloud2, self._limits(), "PointCloud2")
+        except MessageRejectedError as exc:
+            self._on_rejected(topic, exc)
+            return
+        self._on_cloud(topic, msg)
 
     def _on_rejected(self, topic: str, exc: MessageRejectedError) -> None:
         self._clouds.stats["rejected"] += 1
@@ -546,7 +874,9 @@ class CloudSubscriptions:
         try:
             if self._before is not None:
                 self._before()
-            text = self._clouds.on_message(topic, msg, stamp_seconds(msg.header.stamp, self._node))
+            text = self._clouds.on_message(topic, msg, stamp_seconds(msg.header.stamp, self._node),
+                                           node_now(self._node))
+            self.stats["processed"] += 1
             log.debug(text)
         except CloudError as exc:
             log.error(f"point cloud rejected: {topic}: {exc}", throttle_duration_sec=2.0)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from ..errors import ConfigurationError
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Sphere, WorldObject
 
-__all__ = ["DepthCamera", "render_points"]
+__all__ = ["DepthCamera", "render_grid", "render_points"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,32 @@ def _hit_distance(obj: WorldObject, origin: NDArray[np.float64], D: NDArray[np.f
     if isinstance(s, Mesh):
         return _convex(o, d, _hull_planes(s))
     return np.full(len(d), np.inf)  # point clouds and unknown kinds are not rendered
+
+
+def render_grid(
+    camera: DepthCamera,
+    pose: NDArray[np.float64],
+    world: Sequence[WorldObject],
+    rng: Optional[np.random.Generator] = None,
+) -> NDArray[np.float64]:
+    """(height, width, 3) organised cloud (optical frame of the camera at ``pose``): each
+    pixel's first hit as :func:`render_points`, NaN where the ray meets nothing within range
+    (as depth cameras publish: ``is_dense`` false)."""
+    T = np.asarray(pose, dtype=float)
+    rays = camera.rays()
+    D = rays @ T[:3, :3].T
+    origin = T[:3, 3]
+    s = np.full(len(rays), np.inf)
+    for obj in world:
+        s = np.minimum(s, _hit_distance(obj, origin, D))
+    keep = (s >= camera.min_range) & (s <= camera.max_range)
+    if camera.noise_stddev > 0.0 and keep.any():
+        rng = rng or np.random.default_rng()
+        s = s.copy()
+        s[keep] += rng.normal(0.0, camera.noise_stddev, int(keep.sum()))
+    out = np.full((len(rays), 3), np.nan)
+    out[keep] = rays[keep] * s[keep, None]
+    return out.reshape(camera.height, camera.width, 3)
 
 
 def render_points(

@@ -112,7 +112,8 @@ def test_tracker_transforms_self_filters_and_expires() -> None:
     robot = RobotModel.from_urdf(URDF, srdf=SRDF)
     settings = CloudSettings(point_cloud_topics=("cam",),
                              camera_poses=(("cam", CAMERA),), cloud_resolution=0.0,
-                             cloud_padding=0.02, cloud_max_age=1.0)
+                             cloud_padding=0.02, cloud_max_age=1.0, cloud_min_points=1,
+                             cloud_occlusion_depth=0.0)
     clouds = SensedClouds(settings)
     clouds.set_robot(robot, {"base_link"})
     T = pose_from_position_quat(CAMERA[:3], CAMERA[3:])
@@ -128,6 +129,7 @@ def test_tracker_transforms_self_filters_and_expires() -> None:
     clouds.joints.add(10.02, q1)  # nearest to the stamp 10.0: the arm covers `link`
     clouds.on_message("cam", points_to_pointcloud2(cam_pts, "camera"), 10.0)
     (obj,) = clouds.objects(10.5)
+    assert obj.name == "cam#r0.0mm" and obj.shape.radius == 0.0  # unorganised, radius 0
     np.testing.assert_allclose(np.sort(obj.shape.points, axis=0), np.sort(obstacle, axis=0),
                                atol=1e-6)  # float32 on the wire
     assert clouds.missing(10.5) == [] and clouds.objects(11.5) == []
@@ -196,23 +198,27 @@ def test_camera_cloud_reaches_the_checker(ros: Any, tmp_path: Path) -> None:
     js = _joint_states(ros, ns, q)
     topic = f"{ns}/mock_camera/points"
     tables = ros.collect(js.helper, ClearanceTable, f"{ns}/collision_checker/clearance")
-    msg = tables.wait_for(lambda m: any(r.other_body == topic for r in m.rows), timeout=30.0)
+    msg = tables.wait_for(lambda m: any(r.other_body.startswith(topic + "#r") for r in m.rows),
+                          timeout=30.0)
     assert msg is not None, node.clouds.last_error
-    row = next(r for r in msg.rows if r.other_body == topic)
     world = node.world_objects()
-    (cloud,) = [o for o in world if o.name == topic]
-    assert cloud.shape.num_points > 100
+    clouds = [o for o in world if o.name.startswith(topic + "#r")]  # one per radius class
+    assert sum(c.shape.num_points for c in clouds) > 100
     from robot_collision import CollisionChecker
 
-    ref = CollisionChecker(robot).clearance(q, [cloud], 0.5)
-    k = [i for i, (b, o) in enumerate(zip(ref.robot_bodies, ref.other_bodies))
-         if b == row.robot_body and o == topic]
-    assert k and abs(ref.distances[k[0]] - row.distance) < 1e-6
-    # the cloud is where the crate is: every point within 1 cm of the box's surface
-    P = cloud.shape.points
+    ref = CollisionChecker(robot).clearance(q, clouds, 0.5)
+    for row in msg.rows:
+        if row.other_body.startswith(topic + "#r"):
+            k = [i for i, (b, o) in enumerate(zip(ref.robot_bodies, ref.other_bodies))
+                 if b == row.robot_body and o == row.other_body]
+            assert k and abs(ref.distances[k[0]] - row.distance) < 1e-6
+    # the balls are where the crate is: within the box grown by the occlusion depth behind
+    # its seen faces (0.1 m) and the ball's radius
     box_lo, box_hi = np.array([0.5, -0.15, 0.0]), np.array([0.7, 0.15, 0.3])
-    inside = np.all(np.abs(P - 0.5 * (box_lo + box_hi)) < 0.5 * (box_hi - box_lo) + 0.01, axis=1)
-    assert inside.all()
+    for c in clouds:
+        P = c.shape.points
+        grow = 0.1 + c.shape.radius + 1e-6
+        assert np.all(np.abs(P - 0.5 * (box_lo + box_hi)) < 0.5 * (box_hi - box_lo) + grow)
     js.helper.destroy_timer(js.timer)
 
 

@@ -1,0 +1,211 @@
+"""What a depth sensor's samples stand for: balls that cover the sensed surface and the space
+hidden behind it.
+
+A depth camera samples a surface at its pixels; between two samples the surface goes on. A
+point obstacle (or a ball of a fixed radius) leaves the gaps between samples open, and those
+gaps grow with range and with the incidence angle: a face seen at a grazing angle is sampled
+``range * pixel_angle / cos(incidence)`` apart. The rules here give each sample a ball that
+covers its share of the surface, and add balls for the space the surface hides.
+
+**Surface radius** (:func:`grid_radii`, organised clouds, H x W pixels in the sensor frame):
+two neighbouring samples (4-neighbourhood and diagonals) belong to one continuous surface when
+their distance is at most ``min(range) * angle / cos(max_incidence)`` (``angle`` between their
+rays; farther apart they straddle a depth edge). Each 2 x 2 block of pixels whose six pairs are
+all continuous is a surface patch; every point of a triangle lies within ``L / sqrt(3)`` of a
+vertex (``L`` its longest edge), so each of the block's samples gets radius ``L / sqrt(3)``,
+``L`` the longest of the six distances. A sample not surrounded by four such patches (a
+silhouette, a depth edge, a pixel next to a missing return) also gets ``range * pixel_angle``:
+the true surface may go on up to the neighbouring ray. ``pixel_angle`` is measured from the
+cloud (the largest angle between neighbouring rays), so no camera model is needed. This is exact
+for surfaces that are planar between neighbouring samples (faces of boxes, walls) and leaves
+curvature between samples uncovered (less than the sampling can show). Unorganised clouds carry
+no neighbourhood: their samples get the fixed ``min_radius``.
+
+**Occlusion** (:func:`occlusion_balls`): the space behind each sample along its ray is unseen.
+Balls are placed along the ray from the sample to ``depth`` behind it, one per ``step``; each
+covers the ray's cone at its depth (the sample's radius grown with range) and the gap to the
+next ball along the ray (``sqrt(r^2 + (step / 2)^2)``). With the surface balls this makes every
+sensed surface a shell ``depth`` thick: an object thinner than it, seen from one side, is
+covered whole, also its hidden faces.
+
+**Merging** (:func:`merge_balls`): balls are merged per voxel of ``resolution`` into one ball
+centred on the box around their centres whose radius is the largest ``|p - c| + r``: the merged
+ball contains every ball it replaces (no loss of coverage; the radius grows by at most half the
+voxel's diagonal). :func:`radius_classes` groups balls into classes of equal radius (rounded
+up to a geometric ladder, ratio ``RADIUS_RATIO``), one :class:`PointCloud` each, since a cloud's
+kernels take one radius.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ShapeError
+
+__all__ = [
+    "RADIUS_RATIO",
+    "grid_radii",
+    "merge_balls",
+    "occlusion_balls",
+    "pixel_angle",
+    "radius_classes",
+]
+
+RADIUS_RATIO = 1.2
+"""Radius classes: ``RADIUS_BASE * RADIUS_RATIO**k`` (a ball's radius is rounded up by at most
+20 %)."""
+RADIUS_BASE = 0.001
+
+
+def _norm(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = np.sqrt(np.einsum("...i,...i->...", a, a))
+    return out
+
+
+def pixel_angle(G: NDArray[np.float64]) -> float:
+    """The largest angle (rad) between the rays of horizontally or vertically neighbouring
+    valid pixels of the organised cloud ``G`` (H, W, 3) (sensor at the origin); NaN when no
+    two neighbours are valid."""
+    rho = _norm(G)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        U = G / rho[..., None]
+        angles = []
+        if G.shape[1] > 1:
+            angles.append(_norm(U[:, 1:] - U[:, :-1]).ravel())
+        if G.shape[0] > 1:
+            angles.append(_norm(U[1:] - U[:-1]).ravel())
+    if not angles:
+        return math.nan
+    a = np.concatenate(angles)
+    a = a[np.isfinite(a)]
+    if len(a) == 0:
+        return math.nan
+    # chord -> angle; a ray pair can only be one pixel apart, so the largest is the pixel angle
+    return float(2.0 * np.arcsin(min(1.0, float(a.max()) / 2.0)))
+
+
+def grid_radii(
+    G: NDArray[np.float64], max_incidence: float, min_radius: float = 0.0
+) -> NDArray[np.float64]:
+    """(H, W) radius of each sample of the organised cloud ``G`` (H, W, 3), sensor frame (the
+    sensor at the origin), NaN for invalid pixels (the rule: module docstring).
+    ``max_incidence`` (rad, < pi/2): the largest incidence angle still taken as one surface."""
+    if not (0.0 <= max_incidence < 0.5 * math.pi):
+        raise ShapeError(f"max_incidence must be in [0, pi/2) rad, got {max_incidence!r}")
+    H, W = G.shape[:2]
+    valid: NDArray[np.bool_] = np.asarray(np.isfinite(G).all(axis=-1))
+    rho = np.where(valid, _norm(np.where(valid[..., None], G, 0.0)), np.nan)
+    alpha = pixel_angle(G)
+    R = np.full((H, W), np.nan)
+    R[valid] = min_radius
+    if not math.isfinite(alpha) or H < 2 or W < 2:
+        if math.isfinite(alpha):
+            R[valid] = np.maximum(R[valid], rho[valid] * alpha)
+        return R
+    stretch = 1.0 / math.cos(max_incidence)
+    corners = ((slice(None, -1), slice(None, -1)), (slice(None, -1), slice(1, None)),
+               (slice(1, None), slice(None, -1)), (slice(1, None), slice(1, None)))
+    P = [G[a, b] for a, b in corners]
+    rr = [rho[a, b] for a, b in corners]
+    with np.errstate(invalid="ignore"):
+        longest = np.zeros((H - 1, W - 1))
+        continuous = np.ones((H - 1, W - 1), dtype=bool)
+        for i in range(4):
+            for j in range(i + 1, 4):
+                d = _norm(P[i] - P[j])
+                near = np.minimum(rr[i], rr[j])
+                # the angle between the two rays (1 or sqrt(2) pixels apart)
+                gap = near * alpha * (1.0 if (i, j) in ((0, 1), (0, 2), (1, 3), (2, 3))
+                                      else math.sqrt(2.0)) * stretch
+                continuous &= d <= gap  # False for NaN (an invalid corner)
+                longest = np.fmax(longest, d)
+        rq = np.where(continuous, longest / math.sqrt(3.0), 0.0)
+    full = np.zeros((H, W), dtype=np.int8)  # continuous patches around each sample (of 4)
+    rpatch = np.zeros((H, W))
+    for a, b in corners:
+        rpatch[a, b] = np.maximum(rpatch[a, b], rq)
+        full[a, b] += continuous
+    R = np.fmax(R, rpatch)
+    edge = valid & (full < 4)
+    R[edge] = np.maximum(R[edge], rho[edge] * alpha)
+    R[~valid] = np.nan
+    return R
+
+
+def occlusion_balls(
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, min_step: float = 0.005
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Balls (centres (M, 3), radii (M,)) covering the space from each sample ``P[i]`` (sensor
+    frame, sensor at the origin) to ``depth`` m behind it along its ray (the rule: module
+    docstring). ``R`` (N,): the samples' radii; the step along a ray is the sample's radius
+    (at least ``min_step``)."""
+    if depth <= 0.0 or len(P) == 0:
+        return np.zeros((0, 3)), np.zeros(0)
+    rho = _norm(P)
+    ok = rho > 1e-9
+    P, R, rho = P[ok], R[ok], rho[ok]
+    U = P / rho[:, None]
+    step = np.maximum(R, min_step)
+    k = np.ceil(depth / step).astype(np.int64)
+    kmax = int(k.max())
+    j = np.arange(1, kmax + 1, dtype=np.float64)[None, :]
+    t = np.minimum(j * step[:, None], depth)  # (N, kmax); repeats of depth where k < kmax
+    keep = j <= k[:, None]
+    lateral = R[:, None] * (rho[:, None] + t) / rho[:, None]
+    radius = np.sqrt(lateral * lateral + (0.5 * step[:, None]) ** 2)
+    C = P[:, None, :] + t[..., None] * U[:, None, :]
+    return C[keep], radius[keep]
+
+
+def merge_balls(
+    C: NDArray[np.float64], R: NDArray[np.float64], resolution: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Balls merged per voxel of ``resolution`` m: centre = the centre of the box around the
+    voxel's centres, radius = the largest ``|c_i - centre| + r_i`` (contains every ball it
+    replaces)."""
+    if len(C) == 0 or resolution <= 0.0:
+        return C, R
+    key3 = np.floor(C / resolution).astype(np.int64)
+    key3 -= key3.min(axis=0)
+    span = key3.max(axis=0) + 1
+    if float(np.prod(span.astype(np.float64))) >= 2.0**62:
+        raise ShapeError(f"sensed points span {span} voxels of {resolution} m: too far apart")
+    key = (key3[:, 0] * span[1] + key3[:, 1]) * span[2] + key3[:, 2]
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    Cs, Rs = C[order], R[order]
+    lo = np.minimum.reduceat(Cs, starts, axis=0)
+    hi = np.maximum.reduceat(Cs, starts, axis=0)
+    centre = 0.5 * (lo + hi)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(ks)]))
+    reach = _norm(Cs - centre[group]) + Rs
+    radius = np.maximum.reduceat(reach, starts)
+    return centre, radius
+
+
+def radius_classes(
+    C: NDArray[np.float64], R: NDArray[np.float64], base: float = RADIUS_BASE,
+    ratio: float = RADIUS_RATIO, max_radius: Optional[float] = None,
+) -> list[tuple[int, float, NDArray[np.float64]]]:
+    """Balls grouped by radius: ``[(class k, radius base * ratio**k, centres)]`` with every
+    ball's radius rounded up to its class (class -1: radius 0, the points themselves; radii
+    above ``max_radius`` are clipped to the class of ``max_radius``: they no longer cover their
+    whole share)."""
+    if len(C) == 0:
+        return []
+    r = np.asarray(R, dtype=np.float64)
+    if max_radius is not None:
+        r = np.minimum(r, max_radius)
+    with np.errstate(divide="ignore"):
+        k = np.ceil(np.log(np.maximum(r, 0.0) / base) / math.log(ratio))
+    k = np.where(r > 0.0, np.maximum(k, 0.0), -1.0).astype(np.int64)  # -1: radius 0
+    out = []
+    for kk in np.unique(k):
+        radius = 0.0 if kk < 0 else base * ratio ** int(kk)
+        out.append((int(kk), float(radius), C[k == kk]))
+    return out
