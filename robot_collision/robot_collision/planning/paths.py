@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+from ..collision.certified import cert_workspace, edge_certified
 from ..collision.checker import CollisionChecker
 from ..collision.kernels import _valid_at
 from ..collision.scene_packing import unpack_scene
@@ -29,7 +30,8 @@ __all__ = ["path_length", "joint_difference", "first_collision"]
 
 
 @njit(cache=True, fastmath=FASTMATH, boundscheck=False, nogil=True)
-def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # type: ignore[no-untyped-def]
+def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng, certified,  # type: ignore[no-untyped-def]
+              clearance):
     """Random partial shortcutting of the unwrapped ``path[:k]`` in place (capacity
     k + 2 * iterations).
 
@@ -37,8 +39,10 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
     path[i] -> pa, pa -> pb and pb -> path[jj + 1] are all valid and the path gets shorter.
     pa and pb sit on their segment's check grid (``k / steps``), so the two shortened end
     segments are checked at configurations already known to be valid; their check is skipped
-    when their own grid (``ceil(length / vd)`` steps) is that same grid. Returns the new number
-    of waypoints.
+    when their own grid (``ceil(length / vd)`` steps) is that same grid. With ``certified``
+    every new edge must also be certified over its whole segment with ``clearance`` (m) to spare
+    (:func:`~robot_collision.planning.certified.edge_certified`; no edge is skipped then).
+    Returns the new number of waypoints.
     """
     kin, rs, ws, pr = unpack_scene(F, I)
     parent, jtype, origin, axis = kin.parent, kin.jtype, kin.origin, kin.axis
@@ -57,6 +61,9 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
             has_cont = True
     istate = np.zeros(_NSTATE, dtype=np.int64)
     flag = np.zeros(1, dtype=np.int64)
+    Tc, SPc, readyc, fwc, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
+                                             pr.self_a.shape[0])
+    tube0 = np.zeros(n)
     cum = np.empty(path.shape[0])
     seglen = np.empty(path.shape[0])
     pa = np.empty(n)
@@ -116,6 +123,9 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
         else:
             ok = _edge_free(pa, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset, rs,
                             ws, pr, check_self, T, SP, ready, buf, istate, never, flag) == 1
+        if ok and certified:
+            ok = _call_or(edge_certified, 0, pa, d, tube0, kin, rs, ws, pr, check_self, clearance,
+                          Tc, SPc, readyc, fwc, istate, 0, never, flag) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -123,7 +133,8 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
                 s += d[j] * d[j]
             s = np.sqrt(s)
             steps = max(1, int(np.ceil(s / vd)))
-            if s > 1e-12 and steps != m_i:  # (steps == m_i: the grid points already checked)
+            if s > 1e-12 and (certified or steps != m_i):  # (steps == m_i: the grid points
+                # already checked; certified: every new edge is certified)
                 if use_block:
                     ok = _call_or(_edge_free_blocked, 0, path[i], d, steps, BF, BI, W, RI,
                                    check_self, istate, never, flag) == 1
@@ -131,6 +142,10 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
                     ok = _edge_free(path[i], d, steps, q, parent, jtype, origin, axis, qidx,
                                    scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                    istate, never, flag) == 1
+                if ok and certified:
+                    ok = _call_or(edge_certified, 0, path[i], d, tube0, kin, rs, ws, pr,
+                                  check_self, clearance, Tc, SPc, readyc, fwc, istate, 0, never,
+                                  flag) == 1
         if ok:
             s = 0.0
             for j in range(n):
@@ -138,7 +153,7 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
                 s += d[j] * d[j]
             s = np.sqrt(s)
             steps = max(1, int(np.ceil(s / vd)))
-            if s > 1e-12 and steps != steps_j - m_j:
+            if s > 1e-12 and (certified or steps != steps_j - m_j):
                 if use_block:
                     ok = _call_or(_edge_free_blocked, 0, pb, d, steps, BF, BI, W, RI,
                                    check_self, istate, never, flag) == 1
@@ -146,6 +161,9 @@ def _shortcut(F, I, BF, BI, path, k, iterations, cont, vd, check_self, rng):  # 
                     ok = _edge_free(pb, d, steps, q, parent, jtype, origin, axis, qidx,
                                    scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                    istate, never, flag) == 1
+                if ok and certified:
+                    ok = _call_or(edge_certified, 0, pb, d, tube0, kin, rs, ws, pr, check_self,
+                                  clearance, Tc, SPc, readyc, fwc, istate, 0, never, flag) == 1
         if not ok:
             continue
         # splice: path[:i+1], pa, pb, path[jj+1:k] (+ shift)

@@ -292,11 +292,13 @@ class BiRRT:
             fpar = np.array([o.max_connection_distance, o.validation_distance,
                              o.workspace_goal_region_bias, o.ik_position_tolerance,
                              o.ik_orientation_tolerance, o.dynamic_domain_radius,
-                             o.dynamic_domain_alpha, o.dynamic_domain_min_radius])
+                             o.dynamic_domain_alpha, o.dynamic_domain_min_radius,
+                             o.min_clearance])
             ipar = np.array([o.max_iterations, int(o.enable_connect_heuristic),
                              int(self._check_self), int(region), ee, o.ik_max_iterations,
                              o.max_goal_samples, max_add, int(o.balance_trees),
-                             int(o.dynamic_domain)], dtype=np.int64)
+                             int(o.dynamic_domain),
+                             int(o.edge_validation == "certified")], dtype=np.int64)
             self._params = (key, max_add, cap, fpar, ipar)
         return self._params[1], self._params[2], self._params[3], self._params[4]
 
@@ -313,14 +315,15 @@ class BiRRT:
         nodes = np.zeros((2, _LANES, n))
         nodes[:, 0] = q
         size = np.ones(2, dtype=np.int64)
-        ipar = np.zeros(10, dtype=np.int64)  # max_iterations = 0: returns at once
+        ipar = np.zeros(11, dtype=np.int64)  # max_iterations = 0: returns at once
         _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, _LANES * n)),
                    np.full((2, _LANES), -1, dtype=np.int64), np.full((2, _LANES), _NO_RADIUS),
                    size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
-                   np.ones(8), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
+                   np.ones(9), ipar, np.zeros(44), 0, 0, np.zeros(1, dtype=np.int64))
         _goal_samples(F, I, np.zeros(44), 1, slo, shi, cont, True, 0, 1, 1e-5, 1e-4, rng,
                       np.empty(n))
-        _shortcut(F, I, BF, BI, q[None, :].copy(), 1, 0, cont, 0.1, True, rng)
+        _shortcut(F, I, BF, BI, q[None, :].copy(), 1, 0, cont, 0.1, True, rng,
+                  self.options.edge_validation == "certified", self.options.min_clearance)
         _first_invalid(F, I, np.empty((0, n)), True)
         self.checker.is_valid(q, self._world)  # start/goal validation kernel
         return time.perf_counter() - t0
@@ -635,6 +638,7 @@ class BiRRT:
         buf[: len(P)] = P
         k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont,
                       self.options.validation_distance,
-                      self._check_self, state)
+                      self._check_self, state, self.options.edge_validation == "certified",
+                      self.options.min_clearance)
         return buf[:k].copy()
 

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..collision import block_kernels as _bk
+from ..collision.certified import cert_workspace, edge_certified
 from ..collision.kernels import _valid_at, packed_valid
 from ..collision.scene_packing import unpack_scene
 from ..jitcall import call_or as _call_or
@@ -260,6 +261,8 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
     max_add = ipar[7]
     balance = ipar[8] != 0
     dynamic_domain = ipar[9] != 0
+    certified = ipar[10] != 0
+    clearance = fpar[8]
     n = nodes.shape[2]
     cap = nodes.shape[1]
     has_cont = False
@@ -273,6 +276,10 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
     buf = np.empty((L + 3, 3))
     W, RI = _block_workspace(BI)
     use_block = BI.shape[0] > 0
+    # certified edges (ipar[10]): conservative advancement after the discrete check passed
+    Tc, SPc, readyc, fwc, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
+                                             pr.self_a.shape[0])
+    tube0 = np.zeros(n)
     q = np.empty(n)
     qr = np.empty(n)
     qnew = np.empty(n)
@@ -333,6 +340,10 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                     r = _edge_free(nodes[0, cur], d, steps, q, parent, jtype, origin, axis, qidx,
                                    scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                    istate, hard_deadline, flag)
+                if certified and r == 1:
+                    r = _call_or(edge_certified, 0, nodes[0, cur], d, tube0, kin, rs, ws, pr,
+                                 check_self, clearance, Tc, SPc, readyc, fwc, istate, _I_CHECKS,
+                                 hard_deadline, flag)
                 if r == -1:
                     for k in range(_NSTATE):
                         istate[k] = saved[k]
@@ -410,6 +421,10 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                 r = _edge_free(nodes[a, near], d, steps, q, parent, jtype, origin, axis, qidx,
                                scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                istate, hard_deadline, flag)
+            if certified and r == 1:
+                r = _call_or(edge_certified, 0, nodes[a, near], d, tube0, kin, rs, ws, pr,
+                             check_self, clearance, Tc, SPc, readyc, fwc, istate, _I_CHECKS,
+                             hard_deadline, flag)
             if r == 1:
                 added = _add_node(nodes, nodesT, parents, radii, size, a, qnew, near, cont)
                 if dynamic_domain and rnear < _NO_RADIUS:
@@ -440,6 +455,10 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                     r = _edge_free(nodes[b, cur], d, steps, q, parent, jtype, origin, axis, qidx,
                                    scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                    istate, hard_deadline, flag)
+                if certified and r == 1:
+                    r = _call_or(edge_certified, 0, nodes[b, cur], d, tube0, kin, rs, ws, pr,
+                                 check_self, clearance, Tc, SPc, readyc, fwc, istate, _I_CHECKS,
+                                 hard_deadline, flag)
                 if r == -1:
                     status = -1
                     break

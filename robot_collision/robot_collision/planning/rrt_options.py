@@ -27,6 +27,7 @@ __all__ = [
     "PlanResult",
     "ProgressInfo",
     "StopHook",
+    "EdgeValidation",
 ]
 
 
@@ -38,6 +39,11 @@ MIN_VALIDATION_DISTANCE = 1e-6
 MAX_CONNECT_NODES = 100_000
 """Most nodes one greedy connect may add (bounds the tree storage; a smaller
 ``max_connection_distance`` is refused for the robot at hand)."""
+
+
+EdgeValidation = Literal["certified", "discrete"]
+"""How edges are validated: ``"certified"`` (whole segment, conservative advancement) or
+``"discrete"`` (at samples every ``validation_distance``)."""
 
 
 def _same_skip(a: SkipRule, b: SkipRule) -> bool:
@@ -84,6 +90,16 @@ class RRTOptions:
         ik_max_iterations: damped-least-squares iterations per IK attempt (default 100).
         ik_position_tolerance: IK position tolerance, m (default 1e-5).
         ik_orientation_tolerance: IK orientation tolerance, rad (default 1e-4).
+        edge_validation: ``"certified"`` (default): an edge is valid only when it is proven
+            collision-free over the whole segment by conservative advancement (distance lower
+            bounds against motion bounds, :mod:`~robot_collision.planning.certified`): no
+            contact between checked configurations, with ``min_clearance`` to spare.
+            ``"discrete"``: valid when every configuration every ``validation_distance`` is
+            collision-free (MATLAB ``ValidationDistance``, VAMP, MoveIt): the path may graze
+            an obstacle between two checked configurations.
+        min_clearance: certified edges keep every checked pair's padded signed distance at
+            least this far apart (m, default 0.0; on top of the checker's padding). Only with
+            ``edge_validation="certified"``.
     """
 
     max_connection_distance: float = 1.0
@@ -105,6 +121,8 @@ class RRTOptions:
     ik_max_iterations: int = 100
     ik_position_tolerance: float = 1e-5
     ik_orientation_tolerance: float = 1e-4
+    edge_validation: EdgeValidation = "certified"
+    min_clearance: float = 0.0
 
     def __post_init__(self) -> None:
         def positive(name: str) -> None:
@@ -128,6 +146,18 @@ class RRTOptions:
         b = self.workspace_goal_region_bias
         if not (isinstance(b, (int, float)) and 0.0 <= b < 1.0):
             raise ConfigurationError(f"workspace_goal_region_bias must be in [0, 1), got {b!r}")
+        if self.edge_validation not in ("certified", "discrete"):
+            raise ConfigurationError(
+                f"RRTOptions.edge_validation must be 'certified' or 'discrete', got "
+                f"{self.edge_validation!r}")
+        c = self.min_clearance
+        if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0.0):
+            raise ConfigurationError(
+                f"RRTOptions.min_clearance must be a finite number >= 0 (m), got {c!r}")
+        if c > 0.0 and self.edge_validation != "certified":
+            raise ConfigurationError(
+                "RRTOptions.min_clearance needs edge_validation='certified' (discrete edges "
+                "are checked only at samples: use the checker's padding)")
         if self.seed is not None and not isinstance(self.seed, (int, np.integer)):
             raise ConfigurationError(f"seed must be an integer or None, got {self.seed!r}")
 

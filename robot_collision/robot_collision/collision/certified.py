@@ -1,0 +1,454 @@
+"""Certified straight joint-space motions: conservative advancement (issue 23).
+
+A discrete edge check knows the motion ``q(t) = q0 + t * d``, t in [0, 1], to be free only *at*
+its samples. :func:`edge_certified` proves it free over the whole segment, every t, and with
+``clearance`` (m) to spare:
+
+- **Motion bound.** For each link ``l`` and the edge direction ``d``, ``M[l]`` (m per unit of
+  t) bounds how far any point of the link's bounding sphere moves: a revolute joint ``k`` above
+  ``l`` turning by ``|scale_k * d_k| * dt`` moves a point at distance ``rho`` from its axis by at
+  most the chord ``rho * |dangle|``, and ``rho`` is bounded for every configuration by the
+  distance from the joint's frame origin: the lengths of the joint origins below ``k`` down to
+  ``l``, plus ``|bounding-sphere centre| + bounding radius`` of ``l``, plus the largest
+  extension reached on the edge by each prismatic joint in between (a prismatic joint moves
+  every point by ``|scale_k * d_k| * dt``, 1 m per metre). For a self pair, the joints above
+  both links (the lowest common ancestor and up) move them rigidly together and are left out.
+- **Distance lower bound.** At an evaluated configuration every pair (link, world object) and
+  every checked self pair gets a lower bound of its padded signed distance, the cheapest that is
+  good enough: the link's bounding sphere against the object's enclosing box (or the other
+  link's bounding sphere), then per shape (a sphere shape against the box), and the exact
+  distance (closed forms, GJK, the cloud search) only for shapes that are near; less
+  ``CERT_TOL`` for round-off.
+- **Advancement.** A pair whose bound exceeds ``clearance`` by ``s`` stays clear (by at least
+  ``clearance``) until ``t + s / M_pair``: each pair keeps that horizon and is re-evaluated only
+  when the motion reaches it. The edge is certified when every horizon covers t = 1; it is
+  refused as soon as a pair's bound is not above ``clearance`` + ``CERT_MIN_SLACK``, or after
+  ``CERT_MAX_EVALS`` configurations (a motion grazing an obstacle within nanometres).
+
+``tube`` (n,) widens the motion to every configuration within ``|q - q(t)|_j <= tube_j`` of the
+segment (each joint's deviation adds its axis-distance bound times ``tube_j``): the trajectory
+checks use it for the cubic pieces between two samples, which stay within a known distance of
+their chord.
+
+Units: rad / m. Everything here is compiled. Used by the planner
+(:mod:`robot_collision.planning.rrt`), its shortcutter and trajectory checks, and
+``CollisionChecker.is_motion_valid``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir  # type: ignore[import-untyped]
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ..geometry.cloud_index import cloud_distance
+from ..geometry.point_cloud import POINT_CLOUD
+from ..geometry.shapes import SPHERE
+from ..jitcall import call_or as _call_or
+from ..jitcall import inline_call_or as _inline_call_or
+from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, fk_into
+from .kernels import (
+    _box_signed,
+    _full_sphere_pose,
+    _pair_distance,
+    _sphere_exact,
+    link_shape_poses,
+)
+from .scene_packing import unpack_scene_borrowed
+
+__all__ = [
+    "CERT_TOL",
+    "CERT_MIN_SLACK",
+    "CERT_MAX_EVALS",
+    "edge_certified",
+    "motion_certified_packed",
+    "cert_workspace",
+    "edges_certified_packed",
+]
+
+CERT_TOL = 1e-8
+"""Subtracted (m) from every computed distance: covers the round-off of the closed forms and
+FK (~1e-15 m) and GJK's tolerance with cylinders (~3e-10 m)."""
+CERT_MIN_SLACK = 1e-9
+"""A pair must clear ``clearance`` by more than this (m) at an evaluated configuration."""
+CERT_MAX_EVALS = 100_000
+"""Most configurations evaluated for one edge before it is refused (never reached by a motion
+that keeps more than a micrometre from every obstacle)."""
+
+_FAR = 2.0  # horizon beyond the end of the edge (t = 1)
+
+
+@intrinsic
+def _clock_monotonic_ns(typingctx):  # type: ignore[no-untyped-def]
+    """``clock_gettime(CLOCK_MONOTONIC)`` in ns (as ``planning.ik.now_ns``, which this layer
+    cannot import). Declared by symbol name, so functions using it stay cacheable."""
+    sig = types.int64()
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+        ts_t = ir.LiteralStructType([i64, i64])
+        fnty = ir.FunctionType(i32, [i32, ts_t.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+        ts = cgutils.alloca_once(builder, ts_t)
+        builder.call(fn, [ir.Constant(i32, 1), ts])  # CLOCK_MONOTONIC = 1 on Linux
+        sec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 0))
+        nsec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 1))
+        return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def now_ns() -> int:  # pragma: no cover - compiled
+    """Monotonic time in ns, callable from compiled code."""
+    return _clock_monotonic_ns()  # type: ignore[no-any-return,unused-ignore]
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _world_lb(l, o, need, T, cen, SP, ready, rs, ws, pad, wa, wb, n):  # type: ignore[no-untyped-def]
+    """Lower bound (m) of the padded signed distance of link ``l`` to world object ``o``; stops
+    refining once the bound reaches ``need``. Single exit, helpers through ``call_or`` (a
+    failed helper gives -inf: "not certified"), see :mod:`robot_collision.jitcall`."""
+    link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
+    vstart, vcount, verts = rs.vstart, rs.vcount, rs.verts
+    wbox, wkinds, wparams, wpose = ws.box, ws.kind, ws.params, ws.pose
+    wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
+    wcloud, wcf, wci = ws.cloud, ws.cloud_f, ws.cloud_i
+    lb = _inline_call_or(_box_signed, -np.inf, cen[l, 0], cen[l, 1], cen[l, 2], wbox, o)
+    lb -= rs.bound_radius[l] + pad + CERT_TOL
+    if lb < need:
+        ok = True
+        if not ready[l]:
+            ok = _inline_call_or(link_shape_poses, False, l, T, link_start, kind, local, SP)
+            ready[l] = True
+        best = np.inf if ok else -np.inf
+        wkind = wkinds[o]
+        for s in range(link_start[l], link_start[l + 1]):
+            if not ok:
+                break
+            if kind[s] == SPHERE:
+                slb = _inline_call_or(_box_signed, -np.inf, SP[s, 0, 3], SP[s, 1, 3],
+                                      SP[s, 2, 3], wbox, o)
+                slb -= params[s, 0] + pad + CERT_TOL
+                if slb >= best or slb >= need:
+                    best = min(best, slb)
+                    continue
+            d = np.nan
+            if wkind == POINT_CLOUD:
+                _call_or(_full_pose_ok, False, kind, SP, s)
+                bound = min(best, need) + pad + CERT_TOL
+                d = _call_or(cloud_distance, -np.inf, kind[s], params[s], SP[s],
+                             verts[vstart[s]: vstart[s] + vcount[s]], wcf, wci, wcloud[o, 0],
+                             wcloud[o, 1], wpose[o], bound, wa, wb, n)
+                if d == np.inf:
+                    d = bound  # nothing nearer than the bound searched
+            elif kind[s] == SPHERE:
+                d = _inline_call_or(_sphere_exact, -np.inf, SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3],
+                                    params[s, 0], wkind, wparams, wpose, o, wa, wb, n)
+            elif wkind == SPHERE:
+                d = _inline_call_or(_sphere_exact, -np.inf, wpose[o, 0, 3], wpose[o, 1, 3],
+                                    wpose[o, 2, 3], wparams[o, 0], kind[s], params, SP, s, wb,
+                                    wa, n)
+            if np.isnan(d):
+                d = _call_or(_pair_distance, -np.inf, kind, params, SP, vstart, vcount, verts, s,
+                             wkinds, wparams, wpose, wvstart, wvcount, wverts, o, wa, wb, n)
+            best = min(best, d - pad - CERT_TOL)
+        lb = best
+    held = (T.shape[0] + cen.shape[0] + SP.shape[0] + ready.shape[0] + wa.shape[0]
+            + wb.shape[0] + n.shape[0] + link_start.shape[0] + kind.shape[0] + params.shape[0]
+            + local.shape[0] + vstart.shape[0] + vcount.shape[0] + verts.shape[0]
+            + wbox.shape[0] + wkinds.shape[0] + wparams.shape[0] + wpose.shape[0]
+            + wvstart.shape[0] + wvcount.shape[0] + wverts.shape[0] + wcloud.shape[0]
+            + wcf.shape[0] + wci.shape[0])
+    return lb if held >= 0 else -np.inf
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _full_pose_ok(kind, SP, s):  # type: ignore[no-untyped-def]
+    _full_sphere_pose(kind, SP, s)
+    return True
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _self_lb(a, b, need, T, cen, SP, ready, rs, pad, wa, wb, n):  # type: ignore[no-untyped-def]
+    """Lower bound (m) of the padded signed distance of links ``a`` and ``b`` (single exit,
+    helpers through ``call_or`` as :func:`_world_lb`)."""
+    link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
+    vstart, vcount, verts, brad = rs.vstart, rs.vcount, rs.verts, rs.bound_radius
+    dx = cen[a, 0] - cen[b, 0]
+    dy = cen[a, 1] - cen[b, 1]
+    dz = cen[a, 2] - cen[b, 2]
+    lb = np.sqrt(dx * dx + dy * dy + dz * dz) - brad[a] - brad[b] - pad - CERT_TOL
+    if lb < need:
+        ok = True
+        if not ready[a]:
+            ok = _inline_call_or(link_shape_poses, False, a, T, link_start, kind, local, SP)
+            ready[a] = True
+        if not ready[b]:
+            ok = ok and _inline_call_or(link_shape_poses, False, b, T, link_start, kind, local,
+                                        SP)
+            ready[b] = True
+        best = np.inf if ok else -np.inf
+        for s in range(link_start[a], link_start[a + 1]):
+            if not ok:
+                break
+            if kind[s] == SPHERE:
+                ex = SP[s, 0, 3] - cen[b, 0]
+                ey = SP[s, 1, 3] - cen[b, 1]
+                ez = SP[s, 2, 3] - cen[b, 2]
+                slb = np.sqrt(ex * ex + ey * ey + ez * ez) - params[s, 0] - brad[b] - pad
+                slb -= CERT_TOL
+                if slb >= best or slb >= need:
+                    best = min(best, slb)
+                    continue
+            for t in range(link_start[b], link_start[b + 1]):
+                d = np.nan
+                if kind[s] == SPHERE:
+                    d = _inline_call_or(_sphere_exact, -np.inf, SP[s, 0, 3], SP[s, 1, 3],
+                                        SP[s, 2, 3], params[s, 0], kind[t], params, SP, t, wa,
+                                        wb, n)
+                elif kind[t] == SPHERE:
+                    d = _inline_call_or(_sphere_exact, -np.inf, SP[t, 0, 3], SP[t, 1, 3],
+                                        SP[t, 2, 3], params[t, 0], kind[s], params, SP, s, wb,
+                                        wa, n)
+                if np.isnan(d):
+                    d = _call_or(_pair_distance, -np.inf, kind, params, SP, vstart, vcount,
+                                 verts, s, kind, params, SP, vstart, vcount, verts, t, wa, wb, n)
+                best = min(best, d - pad - CERT_TOL)
+        lb = best
+    held = (T.shape[0] + cen.shape[0] + SP.shape[0] + ready.shape[0] + wa.shape[0]
+            + wb.shape[0] + n.shape[0] + link_start.shape[0] + kind.shape[0] + params.shape[0]
+            + local.shape[0] + vstart.shape[0] + vcount.shape[0] + verts.shape[0]
+            + brad.shape[0])
+    return lb if held >= 0 else -np.inf
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
+    """Scratch of :func:`edge_certified` for L links, S shapes, W world objects, K self pairs:
+    ``(T, SP, ready, fw, iw)``."""
+    P = L + K
+    T = np.empty((L, 4, 4))
+    SP = np.empty((S, 4, 4))
+    ready = np.zeros(L, dtype=np.bool_)
+    # fw: cen (3L) | M (L) | E (L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
+    #     | wa, wb, n (9) | bb (W)
+    fw = np.empty(3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W)
+    iw = np.empty(0, dtype=np.int64)
+    return T, SP, ready, fw, iw
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,  # type: ignore[no-untyped-def]
+                   counter, ci, deadline, flag):
+    """Certify the straight motion ``q0 + t * d``, t in [0, 1] (see the module docstring).
+
+    Returns 1 (every configuration of the segment, and of its ``tube``, keeps every checked
+    pair's padded signed distance at least ``clearance``), 0 (not certified: a collision, or a
+    pair closer than that somewhere) or -1 (``deadline`` in ns passed, or ``flag[0]`` set).
+    ``counter[ci]`` counts the evaluated configurations. ``T``, ``SP``, ``ready``, ``fw`` come
+    from :func:`cert_workspace`."""
+    parent, jtype, origin, axis = kin.parent, kin.jtype, kin.origin, kin.axis
+    qidx, scale, offset = kin.qidx, kin.scale, kin.offset
+    brad, bcen = rs.bound_radius, rs.bound_center
+    wbox = ws.box
+    self_a, self_b, self_pad, world_pad = pr.self_a, pr.self_b, pr.self_pad, pr.world_pad
+    L = parent.shape[0]
+    W = ws.kind.shape[0]
+    K = self_a.shape[0] if check_self else 0
+    P = L + K  # horizons: one per link against the whole world, one per self pair
+    nq = q0.shape[0]
+    o_cen = 0
+    o_M = 3 * L
+    o_E = o_M + L
+    o_cm = o_E + L
+    o_ce = o_cm + L * L
+    o_Mp = o_ce + L * L
+    o_Ep = o_Mp + P
+    o_h = o_Ep + P
+    o_q = o_h + P
+    o_w = o_q + L
+    cen = fw[o_cen: o_cen + 3 * L].reshape((L, 3))
+    M = fw[o_M: o_M + L]
+    E = fw[o_E: o_E + L]
+    cm = fw[o_cm: o_cm + L * L].reshape((L, L))
+    ce = fw[o_ce: o_ce + L * L].reshape((L, L))
+    Mp = fw[o_Mp: o_Mp + P]
+    Ep = fw[o_Ep: o_Ep + P]
+    h = fw[o_h: o_h + P]
+    q = fw[o_q: o_q + nq]
+    wa = fw[o_w: o_w + 3]
+    wb = fw[o_w + 3: o_w + 6]
+    nn = fw[o_w + 6: o_w + 9]
+    bb = fw[o_w + 9: o_w + 9 + W]
+    # ---- motion bounds of the links (per unit of t) and of the tube
+    for l in range(L):
+        M[l] = 0.0
+        E[l] = 0.0
+        for k in range(L):
+            cm[k, l] = 0.0
+            ce[k, l] = 0.0
+        if brad[l] < 0.0:
+            continue
+        acc = np.sqrt(bcen[l, 0] ** 2 + bcen[l, 1] ** 2 + bcen[l, 2] ** 2) + brad[l]
+        k = l
+        while k > 0:
+            jt = jtype[k]
+            if jt != FIXED:
+                j = qidx[k]
+                s = abs(scale[k])
+                mv = s * abs(d[j])
+                ev = s * tube[j]
+                if jt == REVOLUTE:
+                    mv *= acc
+                    ev *= acc
+                cm[k, l] = mv
+                ce[k, l] = ev
+                M[l] += mv
+                E[l] += ev
+                if jt == PRISMATIC:
+                    v0 = scale[k] * q0[j] + offset[k]
+                    v1 = scale[k] * (q0[j] + d[j]) + offset[k]
+                    acc += max(abs(v0), abs(v1)) + s * tube[j]
+            acc += np.sqrt(origin[k, 0, 3] ** 2 + origin[k, 1, 3] ** 2 + origin[k, 2, 3] ** 2)
+            k = parent[k]
+    # ---- per-pair bounds; horizons start at 0 (every pair evaluated at t = 0)
+    for l in range(L):
+        Mp[l] = M[l]
+        Ep[l] = E[l]
+        h[l] = 0.0 if (brad[l] >= 0.0 and W > 0) else _FAR
+    for kk in range(K):
+        a = self_a[kk]
+        b = self_b[kk]
+        # joints strictly below the lowest common ancestor move the pair relative to each other
+        x = a
+        y = b
+        mv = 0.0
+        ev = 0.0
+        while x != y:
+            if x > y:
+                mv += cm[x, a]
+                ev += ce[x, a]
+                x = parent[x]
+            else:
+                mv += cm[y, b]
+                ev += ce[y, b]
+                y = parent[y]
+        p = L + kk
+        Mp[p] = mv
+        Ep[p] = ev
+        h[p] = 0.0 if (brad[a] >= 0.0 and brad[b] >= 0.0) else _FAR
+    # ---- conservative advancement
+    t = 0.0
+    r = 1
+    evals = 0
+    while True:
+        for j in range(nq):
+            q[j] = q0[j] + d[j] * t
+        fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, T)
+        for l in range(L):
+            ready[l] = False
+            for c in range(3):
+                cen[l, c] = (T[l, c, 0] * bcen[l, 0] + T[l, c, 1] * bcen[l, 1]
+                             + T[l, c, 2] * bcen[l, 2] + T[l, c, 3])
+        evals += 1
+        counter[ci] += 1
+        tnext = _FAR
+        for p in range(P):
+            if h[p] <= t:
+                # the bound that would carry this pair past the end of the edge
+                need = Mp[p] * (1.0 - t) + Ep[p] + clearance + 1e-6
+                if p < L:
+                    # link p against the world: the link's bounding sphere against every
+                    # object's enclosing box (cheap, inline), then the shapes against the
+                    # nearest object first, and against another only while its box bound is
+                    # below the best bound found so far (branch and bound)
+                    l = p
+                    lb = need
+                    for o in range(W):
+                        bb[o] = _inline_call_or(_box_signed, -np.inf, cen[l, 0], cen[l, 1],
+                                                cen[l, 2], wbox, o) - brad[l] - world_pad[l, o]
+                        bb[o] -= CERT_TOL
+                    floor = clearance + Ep[p] + CERT_MIN_SLACK
+                    while lb > floor:
+                        o = -1
+                        lo = lb
+                        for oo in range(W):
+                            if bb[oo] < lo:
+                                lo = bb[oo]
+                                o = oo
+                        if o < 0:
+                            break
+                        bb[o] = np.inf
+                        lo = _call_or(_world_lb, -np.inf, l, o, lb, T, cen, SP, ready, rs, ws,
+                                      world_pad[l, o], wa, wb, nn)
+                        if lo < lb:
+                            lb = lo
+                else:
+                    # the cheapest bound first, inline: the links' bounding spheres; their
+                    # shapes only when that is not enough
+                    kk = p - L
+                    a = self_a[kk]
+                    b = self_b[kk]
+                    pad = self_pad[kk]
+                    dx = cen[a, 0] - cen[b, 0]
+                    dy = cen[a, 1] - cen[b, 1]
+                    dz = cen[a, 2] - cen[b, 2]
+                    lb = np.sqrt(dx * dx + dy * dy + dz * dz) - brad[a] - brad[b] - pad - CERT_TOL
+                    if lb < need:
+                        lb = _call_or(_self_lb, -np.inf, a, b, need, T, cen, SP, ready, rs, pad,
+                                      wa, wb, nn)
+                slack = lb - clearance - Ep[p]
+                if not slack > CERT_MIN_SLACK:
+                    r = 0
+                    break
+                if Mp[p] > 0.0:
+                    h[p] = t + slack / Mp[p]
+                else:
+                    h[p] = _FAR
+            if h[p] < tnext:
+                tnext = h[p]
+        if r == 0 or tnext >= 1.0:
+            break
+        if evals >= CERT_MAX_EVALS:
+            r = 0
+            break
+        if (evals & 7) == 0 and (flag[0] != 0 or now_ns() > deadline):
+            r = -1
+            break
+        t = tnext
+    return r
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def motion_certified_packed(q0, d, tube, F, I, check_self, clearance):  # type: ignore[no-untyped-def]
+    """:func:`edge_certified` on a packed scene (no deadline); returns ``(code, evaluations)``."""
+    kin, rs, ws, pr = unpack_scene_borrowed(F, I)
+    L = kin.parent.shape[0]
+    T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
+                                         pr.self_a.shape[0])
+    counter = np.zeros(1, dtype=np.int64)
+    flag = np.zeros(1, dtype=np.int64)
+    r = edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
+                       counter, 0, np.iinfo(np.int64).max, flag)
+    return r, counter[0]
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def edges_certified_packed(Q0, D, F, I, check_self, clearance, out):  # type: ignore[no-untyped-def]
+    """``out[k]`` = :func:`edge_certified` of ``Q0[k] + t * D[k]`` (one thread); returns the
+    evaluated configurations (benchmarks, batch checks)."""
+    kin, rs, ws, pr = unpack_scene_borrowed(F, I)
+    L = kin.parent.shape[0]
+    T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
+                                         pr.self_a.shape[0])
+    counter = np.zeros(1, dtype=np.int64)
+    flag = np.zeros(1, dtype=np.int64)
+    tube = np.zeros(Q0.shape[1])
+    for k in range(Q0.shape[0]):
+        out[k] = edge_certified(Q0[k], D[k], tube, kin, rs, ws, pr, check_self, clearance, T,
+                                SP, ready, fw, counter, 0, np.iinfo(np.int64).max, flag)
+    return counter[0]

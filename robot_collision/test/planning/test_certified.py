@@ -1,0 +1,246 @@
+"""Certified edges (issue 23): conservative advancement proves a straight joint-space motion free
+over the whole segment. Property: an edge certified free (with ``min_clearance`` c) is free, with
+c to spare, at 10^4 configurations along it, by an exact oracle (``is_valid_batch`` of a checker
+padded by c: closed forms for spheres, capsules and boxes, GJK for meshes). Also: the grazing
+edges that the discrete check accepts are refused, and the planner, the shortcutter and
+``is_motion_valid`` use certified edges by default.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robot_collision import (
+    Box,
+    Capsule,
+    CollisionChecker,
+    ConfigurationError,
+    RobotModel,
+    Sphere,
+    WorldObject,
+    default_robot_paths,
+)
+from robot_collision.collision.certified import edge_certified, motion_certified_packed
+from robot_collision.geometry.transforms import pose_from_xyz_rpy
+from robot_collision.planning.rrt import BiRRT, RRTOptions
+
+ORACLE_SAMPLES = 10_000
+
+# a 4-joint arm with every joint kind: continuous, prismatic, revolute, and a mimic joint
+MIXED_URDF = """<?xml version="1.0"?>
+<robot name="mixed">
+  <link name="base"><collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision></link>
+  <link name="l1"><collision><origin xyz="0 0 0.2"/>
+      <geometry><capsule radius="0.05" length="0.3"/></geometry></collision></link>
+  <link name="l2"><collision><origin xyz="0.15 0 0"/>
+      <geometry><box size="0.3 0.06 0.06"/></geometry></collision></link>
+  <link name="l3"><collision><origin xyz="0.1 0 0"/>
+      <geometry><cylinder radius="0.03" length="0.2"/></geometry></collision>
+      <collision><origin xyz="0.22 0 0"/><geometry><sphere radius="0.04"/></geometry></collision>
+  </link>
+  <link name="l4"><collision><origin xyz="0.05 0 0"/>
+      <geometry><sphere radius="0.03"/></geometry></collision></link>
+  <joint name="j1" type="continuous"><parent link="base"/><child link="l1"/>
+    <origin xyz="0 0 0.05"/><axis xyz="0 0 1"/><limit velocity="1" effort="1"/></joint>
+  <joint name="j2" type="prismatic"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0 0.35"/><axis xyz="1 0 0"/>
+    <limit lower="-0.2" upper="0.3" velocity="1" effort="1"/></joint>
+  <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-2" upper="2" velocity="1" effort="1"/></joint>
+  <joint name="j4" type="revolute"><parent link="l3"/><child link="l4"/>
+    <origin xyz="0.25 0 0"/><axis xyz="0 0 1"/><mimic joint="j3" multiplier="-1.5"/>
+    <limit lower="-3" upper="3" velocity="1" effort="1"/></joint>
+</robot>
+"""
+
+
+@pytest.fixture(scope="module")
+def mixed_robot(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
+    p = Path(tmp_path_factory.mktemp("mixed")) / "mixed.urdf"
+    p.write_text(MIXED_URDF)
+    return RobotModel.from_urdf(p)
+
+
+def _mixed_world(rng: np.random.Generator) -> list[WorldObject]:
+    out = []
+    for k in range(4):
+        c = rng.uniform([-0.6, -0.6, 0.1], [0.6, 0.6, 0.8])
+        shape = (Box(*rng.uniform(0.02, 0.3, 3)), Sphere(float(rng.uniform(0.02, 0.1))),
+                 Capsule(float(rng.uniform(0.01, 0.05)), float(rng.uniform(0.05, 0.4))))[k % 3]
+        out.append(WorldObject(shape, pose_from_xyz_rpy(list(c), list(rng.uniform(-3, 3, 3))),
+                               f"o{k}"))
+    return out
+
+
+def _at(xyz: object) -> np.ndarray:
+    return pose_from_xyz_rpy(list(np.asarray(xyz, dtype=float)), [0.0, 0.0, 0.0])
+
+
+def _dense(a: np.ndarray, b: np.ndarray, m: int = ORACLE_SAMPLES) -> np.ndarray:
+    return a + (b - a) * np.linspace(0.0, 1.0, m)[:, None]
+
+
+def _near_contact_edge(robot: RobotModel, checker: CollisionChecker, world: list,
+                       rng: np.random.Generator, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """An edge starting within a few cm of contact (or from a random configuration)."""
+    for _ in range(200):
+        a = robot.random_configuration(rng)
+        if 0.0 <= checker.min_distance(a, world) < 0.03:
+            break
+    b = np.clip(a + rng.normal(size=a.shape) * scale, robot.lower, robot.upper)
+    return a, b
+
+
+def _check_property(robot: RobotModel, world: list, seed: int, clearance: float,
+                    scale: float) -> tuple[int, int]:
+    rng = np.random.default_rng(seed)
+    checker = CollisionChecker(robot)
+    oracle = CollisionChecker(robot, padding=clearance) if clearance > 0 else checker
+    F, I = checker.packed(world)
+    certified = 0
+    for _ in range(6):
+        a, b = _near_contact_edge(robot, checker, world, rng, scale)
+        code, evals = motion_certified_packed(a, b - a, np.zeros(a.shape[0]), F, I, True,
+                                              clearance)
+        assert code in (0, 1) and evals >= 1
+        if code == 1:
+            certified += 1
+            ok = oracle.is_valid_batch(_dense(a, b), world)
+            assert ok.all(), (f"certified edge collides at t = "
+                              f"{np.flatnonzero(~ok)[0] / (ORACLE_SAMPLES - 1):.5f}: {a} -> {b}")
+    return certified, 6
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), clearance=st.sampled_from([0.0, 0.0, 0.005, 0.02]),
+       scale=st.sampled_from([0.05, 0.2, 0.5]))
+def test_certified_edges_of_the_default_arm_are_free_at_1e4_samples(
+        default_robot: RobotModel, seed: int, clearance: float, scale: float) -> None:
+    rng = np.random.default_rng(seed)
+    post = rng.uniform([0.2, -0.4, 0.4], [0.6, 0.4, 0.6])
+    ball = rng.uniform([-0.5, -0.5, 0.3], [0.5, 0.5, 0.9])
+    world = [WorldObject(Box(0.05, 0.05, 1.0), _at(post), "post"),
+             WorldObject(Sphere(0.08), _at(ball), "ball")]
+    _check_property(default_robot, world, seed, clearance, scale)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), clearance=st.sampled_from([0.0, 0.01]),
+       scale=st.sampled_from([0.1, 0.5, 1.5]))
+def test_certified_edges_with_prismatic_continuous_and_mimic_joints(
+        mixed_robot: RobotModel, seed: int, clearance: float, scale: float) -> None:
+    world = _mixed_world(np.random.default_rng(seed))
+    _check_property(mixed_robot, world, seed, clearance, scale)
+
+
+@pytest.mark.mbm
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.05, 0.2, 0.6]))
+def test_certified_edges_of_the_panda_in_the_cage_are_free_at_1e4_samples(
+        panda: RobotModel, cage_world: list, seed: int, scale: float) -> None:
+    _check_property(panda, cage_world, seed, 0.0, scale)
+
+
+def test_a_grazing_edge_accepted_by_the_discrete_check_is_refused(
+        default_robot: RobotModel) -> None:
+    """A thin plate crossed between two samples of a coarse discrete check."""
+    checker = CollisionChecker(default_robot)
+    rng = np.random.default_rng(3)
+    found = 0
+    for _ in range(400):
+        a = default_robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * 0.6, default_robot.lower, default_robot.upper)
+        if not (checker.is_valid(a) and checker.is_valid(b)):
+            continue
+        # a plate 2 mm thick through the middle of the tool's sweep
+        T = default_robot.link_poses(0.5 * (a + b))
+        tip = T[default_robot.link_index(default_robot.link_names[-1])][:3, 3]
+        plate = [WorldObject(Box(0.3, 0.3, 0.002), _at(tip), "plate")]
+        dense_ok = checker.is_valid_batch(_dense(a, b), plate).all()
+        if dense_ok or not checker.is_motion_valid(a, b, plate, resolution=0.5, mode="discrete"):
+            continue
+        found += 1
+        assert not checker.is_motion_valid(a, b, plate, resolution=0.5)  # certified (default)
+        if found >= 3:
+            break
+    assert found >= 1
+
+
+def test_is_motion_valid_modes_and_clearance(default_robot: RobotModel) -> None:
+    checker = CollisionChecker(default_robot)
+    world = [WorldObject(Box(0.1, 0.1, 1.0), _at([0.45, 0.0, 0.5]), "post")]
+    a = np.zeros(default_robot.num_joints)
+    b = a.copy()
+    b[0] = 0.3
+    assert checker.is_motion_valid(a, b, world) == checker.is_motion_valid(a, b, world,
+                                                                        mode="certified")
+    d = min(checker.min_distance(_dense(a, b, 200)[k], world) for k in range(200))
+    if d > 0.01:
+        assert checker.is_motion_valid(a, b, world, min_clearance=0.5 * d)
+    assert not checker.is_motion_valid(a, b, world, min_clearance=d + 0.01)
+    with pytest.raises(ConfigurationError):
+        checker.is_motion_valid(a, b, world, mode="discrete", min_clearance=0.1)
+    with pytest.raises(ConfigurationError):
+        checker.is_motion_valid(a, b, world, mode="sampled")  # type: ignore[arg-type]
+
+
+def test_rrt_options_validation() -> None:
+    assert RRTOptions().edge_validation == "certified"
+    with pytest.raises(ConfigurationError):
+        RRTOptions(edge_validation="dense")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        RRTOptions(min_clearance=-1.0)
+    with pytest.raises(ConfigurationError):
+        RRTOptions(edge_validation="discrete", min_clearance=0.01)
+
+
+@pytest.mark.mbm
+def test_planner_and_shortcutter_paths_are_certified(panda: RobotModel) -> None:
+    """Default (certified) planning and shortening on MBM problems: every edge free at 2000
+    samples per radian; with min_clearance, free with that clearance (padded oracle)."""
+    import mbm  # type: ignore[import-not-found]  # (benchmarks on sys.path, see conftest)
+
+    problems = mbm.load_problems()["problems"]
+    checker = CollisionChecker(panda)
+    for clearance in (0.0, 0.005):
+        oracle = CollisionChecker(panda, padding=clearance) if clearance else checker
+        for name in ("bookshelf_small", "cage"):
+            for p in problems[name][:3]:
+                world = mbm.world_of(p, name)
+                planner = BiRRT(checker, RRTOptions(seed=1, min_clearance=clearance), world)
+                try:
+                    res = planner.plan(p["start"], p["goals"][0], time_limit=5.0)
+                except Exception:
+                    continue  # the ends may be closer than the clearance
+                for path in (res.waypoints, planner.shorten(res.waypoints, 30)):
+                    for a, b in itertools.pairwise(path):
+                        m = max(2, int(np.ceil(np.linalg.norm(b - a) * 2000)) + 1)
+                        assert oracle.is_valid_batch(_dense(a, b, m), world).all()
+
+
+def test_certified_and_discrete_planners_differ_only_in_edges(default_robot: RobotModel) -> None:
+    world = [WorldObject(Box(0.1, 0.1, 1.0), _at([0.45, 0.0, 0.5]), "post")]
+    q0 = np.zeros(default_robot.num_joints)
+    q1 = q0.copy()
+    q1[0] = 1.2
+    for mode in ("certified", "discrete"):
+        planner = BiRRT(default_robot, RRTOptions(seed=4, edge_validation=mode), world)
+        res = planner.plan(q0, q1, time_limit=10.0)
+        assert res.success
+        checker = planner.checker
+        for a, b in itertools.pairwise(res.waypoints):
+            assert checker.is_motion_valid(a, b, world, mode="discrete")
+            if mode == "certified":
+                assert checker.is_motion_valid(a, b, world)
+
+
+def test_edge_certified_is_importable_from_the_collision_layer() -> None:
+    assert callable(edge_certified)
+    assert default_robot_paths()[0].is_file()
