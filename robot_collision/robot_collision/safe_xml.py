@@ -7,6 +7,13 @@ DTD loading, entity resolution, network access and decompression off, and a docu
 has a DOCTYPE (internal subset or not) or an entity reference is refused. A ``str`` is already
 decoded: its encoding declaration is ignored (parsed as UTF-8); ``bytes`` keep their declared
 encoding (or BOM), as a file's must.
+
+Nothing a document names is ever opened. ``load_dtd=False`` alone does not guarantee it:
+libxml2 still fetches an external subset (``<!DOCTYPE robot SYSTEM "/etc/passwd">``) or an
+external parameter entity in some option combinations (lxml's ``collect_ids=False`` is one: a
+FIFO named there hung the parser). Every parser therefore carries a resolver that refuses every
+request before any file is touched (lxml consults it first for each external resource,
+whatever the document's encoding), and the document is refused naming the resource.
 """
 
 from __future__ import annotations
@@ -30,13 +37,31 @@ def _lxml_major() -> int:
 _LXML_HAS_DECOMPRESS = _lxml_major() >= 6
 
 
+class _ExternalResource(Exception):
+    """Raised by the refusing resolver; carries the URL the document named."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+def _refusing_resolver() -> Any:
+    from lxml import etree
+
+    class _Refuse(etree.Resolver):  # type: ignore[misc]
+        def resolve(self, url: Any, pubid: Any, context: Any) -> Any:
+            raise _ExternalResource(str(url if url is not None else pubid))
+
+    return _Refuse()
+
+
 def _parser(huge_tree: bool, encoding: Union[str, None]) -> Any:
     from lxml import etree
 
     # ``decompress`` exists from lxml 6.0 on (off by default there); lxml 4.x/5.x (Humble's and
     # Jazzy's apt) never decompress input given as a string, which is all parse_xml passes
     extra: dict[str, Any] = {"decompress": False} if _LXML_HAS_DECOMPRESS else {}
-    return etree.XMLParser(
+    parser = etree.XMLParser(
         encoding=encoding,
         resolve_entities=False,
         load_dtd=False,
@@ -47,8 +72,10 @@ def _parser(huge_tree: bool, encoding: Union[str, None]) -> Any:
         huge_tree=huge_tree,
         remove_comments=True,
         remove_pis=True,
-        collect_ids=False,
+        # collect_ids stays at its default (True): with False libxml2 loads the external subset
     )
+    parser.resolvers.add(_refusing_resolver())
+    return parser
 
 
 def parse_xml(
@@ -72,6 +99,12 @@ def parse_xml(
         raise error(f"{what} must be XML text or bytes, got {type(data).__name__}")
     try:
         root = etree.fromstring(raw, parser=_parser(huge_tree, encoding))
+    except _ExternalResource as exc:
+        raise error(
+            f"{what} names the external resource {exc.url[:200]!r} (a DOCTYPE with SYSTEM or "
+            "PUBLIC, or an external entity); it was not opened: external DTDs and entities are "
+            "refused for safety, remove the DOCTYPE"
+        ) from None
     except etree.XMLSyntaxError as exc:
         reason = str(exc) or "no reason given"
         if "amplification" in reason or "entity" in reason.lower():

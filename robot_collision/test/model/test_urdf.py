@@ -4,6 +4,7 @@ a missing joint)."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -241,6 +242,79 @@ def test_doctype_and_entities_are_refused_on_the_parsed_document(doc: str | byte
     assert "evil" not in str(info.value)
     with pytest.raises(SRDFError, match=r"DOCTYPE|entit|not well-formed"):
         RobotModel.from_urdf(_arm(), srdf=doc)
+
+
+def _external_docs(target: str) -> list[bytes]:
+    """Documents naming ``target`` as an external DTD or entity, in several encodings."""
+    body = '<robot name="r"><link name="a"/></robot>'
+    forms = [
+        f'<!DOCTYPE robot SYSTEM "{target}">' + body,
+        f'<!DOCTYPE robot PUBLIC "-//x//y" "{target}">' + body,
+        f'<!DOCTYPE robot [<!ENTITY % p SYSTEM "{target}"> %p;]>' + body,
+        f'<!DOCTYPE robot [<!ENTITY e SYSTEM "{target}">]><robot name="&e;"><link name="a"/>'
+        "</robot>",
+        f'<!DOCTYPE robot SYSTEM "{target}" [<!ENTITY e SYSTEM "{target}">]>'
+        '<robot name="r">&e;<link name="a"/></robot>',
+    ]
+    docs = [f.encode() for f in forms]
+    docs.append(('<?xml version="1.0" encoding="UTF-16"?>' + forms[0]).encode("utf-16"))
+    docs.append(b'<?xml version="1.0" encoding="UTF-7"?>' + _utf7(forms[0][:-len(body)])
+                + body.encode())
+    return docs
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_named_external_resource_is_never_opened(tmp_path: Path) -> None:
+    """Issue 21: a DOCTYPE naming a FIFO hung the parser (libxml2 opened the external subset).
+    In a child process with a timeout (a hang fails instead of blocking the suite), every form
+    is refused, and the FIFO is never opened: a writer opening it non-blocking finds no
+    reader."""
+    import subprocess
+    import sys
+    import textwrap
+
+    fifo = tmp_path / "dtd.fifo"
+    os.mkfifo(fifo)
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(d.hex() for d in _external_docs(str(fifo))))
+    code = textwrap.dedent(f"""
+        import sys
+        from robot_collision import RobotModel, URDFError, SRDFError
+        from robot_collision.safe_xml import parse_xml
+        for line in open({str(docs)!r}).read().split():
+            doc = bytes.fromhex(line)
+            try:
+                parse_xml(doc, "URDF", URDFError)
+            except URDFError as exc:
+                print("refused:", str(exc)[:100])
+            else:
+                print("ACCEPTED")
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=str(Path(__file__).parents[2]))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(_external_docs("x")) and all(ln.startswith("refused") for ln in
+                                                          lines), out.stdout
+    with pytest.raises(OSError):  # ENXIO: nobody has the FIFO open for reading
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_the_refusing_resolver_names_the_resource(tmp_path: Path) -> None:
+    """The backstop: were libxml2 to ask for an external resource (lxml's collect_ids=False
+    makes it fetch the external subset), the resolver refuses before any file is opened and the
+    error names the resource."""
+    from lxml import etree
+
+    from robot_collision.safe_xml import _ExternalResource, _refusing_resolver
+
+    target = tmp_path / "never.dtd"
+    parser = etree.XMLParser(load_dtd=False, resolve_entities=False, collect_ids=False,
+                             no_network=True)
+    parser.resolvers.add(_refusing_resolver())
+    with pytest.raises(_ExternalResource) as info:
+        etree.fromstring(f'<!DOCTYPE robot SYSTEM "{target}"><robot/>'.encode(), parser)
+    assert str(target) in info.value.url
 
 
 def test_utf7_text_is_not_decoded_twice() -> None:
