@@ -48,7 +48,7 @@ class _ExternalResource(Exception):
 def _refusing_resolver() -> Any:
     from lxml import etree
 
-    class _Refuse(etree.Resolver):  # type: ignore[misc]
+    class _Refuse(etree.Resolver):  # type: ignore[misc,unused-ignore]
         def resolve(self, url: Any, pubid: Any, context: Any) -> Any:
             raise _ExternalResource(str(url if url is not None else pubid))
 
