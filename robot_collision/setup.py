@@ -111,10 +111,26 @@ setup(
         ("share/" + PACKAGE + "/config", _files("config/*.yaml")),
         *_tree("urdf"),
     ],
-    # Runtime dependencies come from package.xml (rosdep) on a ROS install and from
-    # requirements.txt / requirements-ros.txt in a venv; none is declared here so that pip never
-    # replaces the ROS-provided or pinned packages.
-    install_requires=[],
+    # Lower bounds only: the oldest versions the core test suite passed with (numpy: numba's
+    # minimum; scripts/compat_matrix.py, README "Tested Python and package versions"), checked
+    # again at import (robot_collision/_compat.py). No upper bounds, so pip keeps what is
+    # installed wherever it satisfies them: apt's numpy/scipy/lxml on a ROS install (pip
+    # resolves numpy against the installed scipy's own cap). colcon (`setup.py install` /
+    # `develop`) installs none of these: on a ROS install they come from apt (package.xml) and
+    # requirements-ros-user.txt; the development venv has exact pins (requirements.txt).
+    install_requires=[
+        "numpy>=1.22",
+        "scipy>=1.8",
+        "lxml>=4.8",
+        "PyYAML>=5.4",
+        "matplotlib>=3.5",
+        "numba>=0.63",  # 0.62.1 and older crash loading cached kernels (numba issue #8578)
+        "daqp>=0.11",
+        "toppra>=0.6.10",
+        "trimesh>=5.2",
+        "pycollada>=0.9.3",
+        "coacd>=1.0.14",
+    ],
     # `colcon test` runs pytest only when pytest is declared as a test requirement
     # (colcon-core reads tests_require and extras_require["test"]); tests_require is deprecated.
     extras_require={"test": ["pytest", "hypothesis"]},

@@ -14,7 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import (
+from ._compat import check_versions as _check_versions
+
+_check_versions()  # missing or unusable numpy / numba / scipy / lxml: ImportError with the fix
+
+from .errors import (  # noqa: E402
     ConfigurationError,
     GoalInCollisionError,
     GoalUnreachableError,

@@ -38,6 +38,7 @@ ROOT_EXEC_DEPENDS = {
     "python3-lxml",
     "python3-yaml",
     "python3-matplotlib",
+    "tf2_ros_py",
 }
 
 CONSOLE_SCRIPTS = {
@@ -175,11 +176,16 @@ def test_py_typed_shipped() -> None:
 
 
 # --------------------------------------------------------------------------- interfaces
+_NO_IFACE = ("robot_collision_interfaces is not built (make venv, or colcon build): a Python "
+             "without ROS runs the core tests only")
+
+
 def _fields(cls: Any) -> dict[str, str]:
     return dict(cls.get_fields_and_field_types())
 
 
 def test_interface_constants() -> None:
+    pytest.importorskip("robot_collision_interfaces", reason=_NO_IFACE)
     from robot_collision_interfaces.action import PlanMotion
     from robot_collision_interfaces.msg import ClearanceRow, WorldObject
 
@@ -201,6 +207,7 @@ def test_interface_constants() -> None:
 
 
 def test_interface_fields() -> None:
+    pytest.importorskip("robot_collision_interfaces", reason=_NO_IFACE)
     from robot_collision_interfaces.action import PlanMotion
     from robot_collision_interfaces.msg import (
         ClearanceRow,
@@ -322,6 +329,8 @@ def test_interface_sources_are_documented() -> None:
 # --------------------------------------------------------------------------- ROS round trip
 def test_clearance_table_round_trip() -> None:
     """Publish a ClearanceTable and receive it on a real topic, in one process."""
+    pytest.importorskip("rclpy", reason="rclpy is not installed (a Python without ROS)")
+    pytest.importorskip("robot_collision_interfaces", reason=_NO_IFACE)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     log_dir = os.path.join(tempfile.gettempdir(), "robot_collision_roslog")
     os.environ.setdefault("ROS_LOG_DIR", log_dir)
@@ -415,3 +424,121 @@ def test_clearance_table_round_trip() -> None:
         executor.shutdown()
         node.destroy_node()
     assert not spin.is_alive(), "executor thread did not stop after shutdown"
+
+
+# --------------------------------------------------------------------------- version bounds
+REPO = ROOT.parent
+
+
+def _install_requires() -> dict[str, str]:
+    """name -> lower bound of setup.py's install_requires (each entry must be 'name>=x')."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "install_requires":
+            entries = ast.literal_eval(node.value)
+            out = {}
+            for entry in entries:
+                m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([\d.]+)", entry)
+                assert m, f"install_requires entry {entry!r}: only lower bounds 'name>=x'"
+                out[m.group(1)] = m.group(2)
+            return out
+    raise AssertionError("setup.py has no install_requires")
+
+
+def _requirement_lines(path: Path) -> list[str]:
+    return [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8")
+            .splitlines() if line.split("#", 1)[0].strip()]
+
+
+def test_version_floors_agree() -> None:
+    """setup.py's lower bounds = the import-time check's minimums = requirements-ros-user.txt's
+    floors = the versions the oldest-supported CI run installs (scripts/compat-oldest.txt)."""
+    from robot_collision import _compat
+
+    floors = _install_requires()
+    expected = {n: v for n, (v, _) in _compat.MINIMUM.items()} | dict(_compat.OPTIONAL)
+    assert floors == expected
+    user: dict[str, str] = {}
+    for line in _requirement_lines(REPO / "requirements-ros-user.txt"):
+        name, _, rest = re.split(r"([<>=!;])", line, maxsplit=1)[0], None, line
+        m = re.match(r"[A-Za-z0-9_.-]+>=([\d.]+)", rest)
+        assert m, f"requirements-ros-user.txt: {line!r} has no lower bound"
+        user.setdefault(name.strip(), m.group(1))
+    assert user["numpy"] == floors["numpy"]
+    # everything apt lacks, nothing apt has except numpy's bounds
+    assert set(user) == {"numba", "daqp", "toppra", "trimesh", "pycollada", "coacd", "numpy"}
+    for name in set(user) - {"numpy"}:
+        assert user[name] == floors[name], name
+    oldest = dict(line.split("==") for line in _requirement_lines(
+        REPO / "scripts" / "compat-oldest.txt"))
+    for name in set(user):
+        got, want = oldest[name].split("."), floors[name].split(".")
+        assert got[:len(want)] == want, f"compat-oldest.txt {name} {oldest[name]} is not the floor"
+
+
+@pytest.mark.parametrize(("python", "apt_numpy", "allowed"), [
+    ("3.10", "1.21.5", ["1.22.4", "1.24.4"]),   # Humble: apt scipy 1.8 caps numpy below 1.25
+    ("3.12", "1.26.4", ["1.26.4"]),             # Jazzy: apt's numpy kept
+])
+def test_ros_user_requirements_keep_apt_numpy(python: str, apt_numpy: str,
+                                              allowed: list[str]) -> None:
+    """requirements-ros-user.txt never lets pip put numpy 2.x (or, on Humble, numpy >= 1.25)
+    over a distribution's apt packages."""
+    requirements = pytest.importorskip("packaging.requirements")
+    env = {"python_version": python, "python_full_version": python + ".0"}
+    specs = [requirements.Requirement(line) for line in
+             _requirement_lines(REPO / "requirements-ros-user.txt")]
+    numpy = [r for r in specs if r.name == "numpy" and (r.marker is None or r.marker.evaluate(env))]
+    assert numpy, f"no numpy bound for Python {python}"
+    for version in allowed:
+        assert all(r.specifier.contains(version) for r in numpy), (python, version)
+    for version in ("1.25.0" if python == "3.10" else "2.0.0", "2.0.0", "2.4.6"):
+        assert not all(r.specifier.contains(version) for r in numpy), (python, version)
+    # numpy needs no upgrade on Jazzy: apt's version satisfies every bound
+    if python != "3.10":
+        assert all(r.specifier.contains(apt_numpy) for r in numpy)
+
+
+def test_import_check_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Humble's apt numpy and an old numba: `import robot_collision` says what and how to fix."""
+    from robot_collision import _compat
+
+    found = {"numpy": ("1.21.5", "/usr/lib/python3/dist-packages"),
+             "numba": ("0.62.1", "/home/u/venv/lib/python3.10/site-packages")}
+    monkeypatch.setattr(_compat, "_installed",
+                        lambda name: found.get(name, ("99.0", "/somewhere")))
+    monkeypatch.delenv("ROBOT_COLLISION_SKIP_VERSION_CHECK", raising=False)
+    with pytest.raises(ImportError) as info:
+        _compat.check_versions()
+    text = str(info.value)
+    assert "numpy 1.21.5 (/usr/lib/python3/dist-packages) is too old: need >= 1.22" in text
+    assert "numba 0.62.1" in text and "segmentation fault" in text
+    assert "'numba>=0.63'" in text
+    # outside a venv (the ROS install's system Python): the venv recipe, never pip into it
+    monkeypatch.setattr(_compat.sys, "base_prefix", _compat.sys.prefix)
+    assert "requirements-ros-user.txt" in _compat.fix_command(_compat.problems())
+    assert "--system-site-packages" in _compat.fix_command(_compat.problems())
+    # in a venv: pip into it, numpy bounded as requirements-ros-user.txt bounds it
+    monkeypatch.setattr(_compat.sys, "base_prefix", "/usr")
+    monkeypatch.setattr(_compat.sys, "prefix", "/home/u/venv")
+    cmd = _compat.fix_command(_compat.problems())
+    assert cmd.startswith(f"{_compat.sys.executable} -m pip install ")
+    numpy_spec = "'numpy>=1.22,<1.25'" if _compat.sys.version_info < (3, 11) else "'numpy>=1.22,<2'"
+    assert numpy_spec in cmd
+    monkeypatch.setenv("ROBOT_COLLISION_SKIP_VERSION_CHECK", "1")
+    _compat.check_versions()  # the escape hatch
+
+
+def test_import_check_passes_here_and_reads_versions() -> None:
+    """In this Python (every supported one runs this test) the check passes, and it reads the
+    versions the packages report."""
+    import numpy
+
+    from robot_collision import _compat
+
+    assert _compat.problems() == []
+    version, where = _compat._installed("numpy")
+    assert version == numpy.__version__ and where
+    assert _compat._version_tuple("0.63.0rc1") == (0, 63, 0)
+    assert _compat._version_tuple("1.26.4") > _compat._version_tuple("1.22")
+    assert _compat._installed("no-such-distribution-xyz") == (None, "")
