@@ -66,6 +66,7 @@ __all__ = [
     "motion_certified_packed",
     "cert_workspace",
     "edges_certified_packed",
+    "first_uncertified",
 ]
 
 CERT_TOL = 1e-8
@@ -452,3 +453,22 @@ def edges_certified_packed(Q0, D, F, I, check_self, clearance, out):  # type: ig
         out[k] = edge_certified(Q0[k], D[k], tube, kin, rs, ws, pr, check_self, clearance, T,
                                 SP, ready, fw, counter, 0, np.iinfo(np.int64).max, flag)
     return counter[0]
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def first_uncertified(Q0, D, TUBE, F, I, check_self, clearance):  # type: ignore[no-untyped-def]
+    """Index of the first motion ``Q0[k] + t * D[k]`` (widened by ``TUBE[k]``) that
+    :func:`edge_certified` does not certify, or -1 (one thread, stops at the first)."""
+    kin, rs, ws, pr = unpack_scene_borrowed(F, I)
+    L = kin.parent.shape[0]
+    T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
+                                         pr.self_a.shape[0])
+    counter = np.zeros(1, dtype=np.int64)
+    flag = np.zeros(1, dtype=np.int64)
+    bad = -1
+    for k in range(Q0.shape[0]):
+        if edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance, T, SP,
+                          ready, fw, counter, 0, np.iinfo(np.int64).max, flag) != 1:
+            bad = k
+            break
+    return bad

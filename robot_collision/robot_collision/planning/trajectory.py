@@ -16,9 +16,13 @@ Methods:
   offending segments) and re-timed, falling back to ``"linear"`` if that does not help (or if
   the straight segment itself touches an obstacle at that density).
 
-Edges are collision-checked at discrete configurations (the planner's ``validation_distance``):
-a path may graze an obstacle between two checked configurations (sub-millimetre at 1/32 rad
-for an arm of ~1 m reach). Use checker padding for a safety margin.
+With ``edge_validation="certified"`` (default) these checks are certified over the whole
+motion (:mod:`robot_collision.collision.certified`): each cubic piece between two samples is
+proven free as its chord widened by a tube that bounds its distance from the chord
+(``h^2 / 8`` times the piece's largest acceleration, per joint), with ``min_clearance`` (m) to
+spare, and so are the straight segments the fallback follows. ``"discrete"`` checks
+configurations every ``resolution`` (joint-space L2): a motion may then graze an obstacle
+between two checked configurations (sub-millimetre at 1/32 rad for an arm of ~1 m reach).
 - ``"linear"``: straight segments with a synchronised trapezoidal velocity profile on each,
   stopping at every waypoint. Follows exactly the path the planner checked.
 
@@ -38,6 +42,7 @@ from typing import Literal, Optional, Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..collision.certified import first_uncertified
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..model.robot_model import RobotModel
@@ -319,6 +324,32 @@ def _toppra(P: NDArray[np.float64], vl: NDArray[np.float64], al: NDArray[np.floa
 
 
 Scene = tuple[NDArray[np.float64], NDArray[np.int64], bool]
+Certify = Optional[float]  # None: discrete checks; else certified with this clearance (m)
+
+
+def _certified(scene: Scene, Q0: NDArray[np.float64], D: NDArray[np.float64],
+               tube: NDArray[np.float64], clearance: float) -> bool:
+    """Every motion ``Q0[k] + t * D[k]`` (and its ``tube``) certified free."""
+    F, I, check_self = scene
+    c = np.ascontiguousarray
+    return bool(first_uncertified(c(Q0, dtype=float), c(D, dtype=float), c(tube, dtype=float),
+                                  F, I, check_self, float(clearance)) < 0)
+
+
+def _piece_tubes(t: NDArray[np.float64], pos: NDArray[np.float64],
+                 vel: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(m - 1, n) per-joint bound of how far each cubic Hermite piece between samples k and k + 1
+    strays from its chord: the deviation e vanishes at both ends and e'' = q'' is linear on the
+    piece, so |e| <= h^2 / 8 * max(|q''(0)|, |q''(h)|); a relative 1e-9 + 1e-12 rad for
+    round-off."""
+    h = np.diff(t)[:, None]
+    dp = np.diff(pos, axis=0)
+    v0, v1 = vel[:-1], vel[1:]
+    hs = np.where(h > 0, h, 1.0)
+    a0 = (6.0 * dp / hs - 4.0 * v0 - 2.0 * v1) / hs
+    a1 = (-6.0 * dp / hs + 2.0 * v0 + 4.0 * v1) / hs
+    dev = h * h / 8.0 * np.maximum(np.abs(a0), np.abs(a1))
+    return dev * (1.0 + 1e-9) + 1e-12
 
 
 def _collides(scene: Scene, Q: NDArray[np.float64]) -> bool:
@@ -327,12 +358,21 @@ def _collides(scene: Scene, Q: NDArray[np.float64]) -> bool:
 
 
 def _spline_collisions(traj: TimedTrajectory, P: NDArray[np.float64], scene: Scene,
-                       resolution: float) -> NDArray[np.bool_]:
-    """Per input segment: does the timed motion collide (checked every ``resolution``)?"""
+                       resolution: float, certify: Certify = None) -> NDArray[np.bool_]:
+    """Per input segment: does the timed motion collide (checked every ``resolution``; or, with
+    ``certify``, not certified free piece by piece)?"""
     import scipy.interpolate
 
     bad = np.zeros(len(P) - 1, dtype=bool)
     t, pos, vel = traj.times, traj.positions, traj.velocities
+    if certify is not None:
+        tubes = _piece_tubes(t, pos, vel)
+        for i in range(len(P) - 1):
+            a, b = traj.waypoint_indices[i], traj.waypoint_indices[i + 1]
+            if b > a and not _certified(scene, pos[a:b], np.diff(pos[a : b + 1], axis=0),
+                                        tubes[a:b], certify):
+                bad[i] = True
+        return bad
     spl = scipy.interpolate.CubicHermiteSpline(t, pos, vel)
     for i in range(len(P) - 1):
         a, b = traj.waypoint_indices[i], traj.waypoint_indices[i + 1]
@@ -347,8 +387,13 @@ def _spline_collisions(traj: TimedTrajectory, P: NDArray[np.float64], scene: Sce
 
 
 def _straight_collides(P: NDArray[np.float64], bad: NDArray[np.bool_], scene: Scene,
-                       resolution: float) -> bool:
-    """Whether a straight segment flagged ``bad`` collides at the spline check's density."""
+                       resolution: float, certify: Certify = None) -> bool:
+    """Whether a straight segment flagged ``bad`` collides at the spline check's density (with
+    ``certify``: is not certified free)."""
+    if certify is not None:
+        idx = np.flatnonzero(bad)
+        return not _certified(scene, P[idx], P[idx + 1] - P[idx], np.zeros((len(idx), P.shape[1])),
+                              certify)
     for i in np.flatnonzero(bad):
         d = P[i + 1] - P[i]
         m = max(2, int(np.ceil(2.0 * float(np.linalg.norm(d)) / resolution)) + 1)
@@ -367,9 +412,15 @@ def _samples_valid(
     world: Sequence[object],
     resolution: float,
     ignore_self: bool,
+    scene: Optional[Scene] = None,
+    certify: Certify = None,
 ) -> bool:
     """Independent check of what a controller will see: every sample and the straight
-    joint-space lines between consecutive samples, at ``resolution`` (rad, L2)."""
+    joint-space lines between consecutive samples, at ``resolution`` (rad, L2); with
+    ``certify`` the lines are certified free instead."""
+    if certify is not None and scene is not None:
+        return _certified(scene, positions[:-1], np.diff(positions, axis=0),
+                          np.zeros((len(positions) - 1, positions.shape[1])), certify)
     pts = [positions[:1]]
     for a, b in itertools.pairwise(positions):
         k = max(1, int(np.ceil(float(np.linalg.norm(b - a)) / resolution)))
@@ -396,6 +447,8 @@ def time_parameterize(
     max_refinements: int = 4,
     grid_per_segment: int = 40,
     max_samples: int = MAX_SAMPLES,
+    edge_validation: Literal["certified", "discrete"] = "certified",
+    min_clearance: float = 0.0,
 ) -> TimedTrajectory:
     """Time-parameterize a (k, n) path within ``robot.velocity_limits * velocity_scaling`` and
     ``acceleration_limits * acceleration_scaling`` (scalar or (n,); default
@@ -403,9 +456,11 @@ def time_parameterize(
 
     Samples come every ``sample_period`` s plus one at each waypoint. ``method``: ``"toppra"``
     or ``"linear"`` (module docstring). With ``checker`` (a ``CollisionChecker`` of ``robot``)
-    and ``"toppra"``, the spline between waypoints is collision-checked every ``resolution``
-    (joint-space L2) against ``world`` and refined; the returned ``method`` says which
-    parameterization was kept. Continuous joints are unwrapped first.
+    and ``"toppra"``, the spline between waypoints is collision-checked against ``world`` and
+    refined: certified free over the whole motion with ``min_clearance`` (m) to spare
+    (``edge_validation="certified"``, default), or at configurations every ``resolution``
+    (joint-space L2; ``"discrete"``); the returned ``method`` says which parameterization was
+    kept. Continuous joints are unwrapped first.
 
     Before any sampling, a lower bound of the duration (each joint's travel at the scaled
     velocity and acceleration limits) is compared with ``max_samples`` samples: a longer
@@ -418,6 +473,14 @@ def time_parameterize(
     if not (np.isfinite(sample_period) and sample_period > 0):
         raise ConfigurationError(f"sample_period must be a positive number of seconds, got "
                                  f"{sample_period!r}")
+    if edge_validation not in ("certified", "discrete"):
+        raise ConfigurationError(f"edge_validation must be 'certified' or 'discrete', got "
+                                 f"{edge_validation!r}")
+    if not (np.isfinite(min_clearance) and min_clearance >= 0.0) or (
+            min_clearance > 0.0 and edge_validation != "certified"):
+        raise ConfigurationError("min_clearance must be a finite number >= 0 (m), with "
+                                 "edge_validation='certified'")
+    certify: Certify = float(min_clearance) if edge_validation == "certified" else None
     if method not in ("toppra", "linear"):
         raise ConfigurationError(f"method must be 'toppra' or 'linear', got {method!r}")
     if checker is not None and getattr(checker, "robot", None) is not robot:
@@ -454,13 +517,14 @@ def time_parameterize(
             tr = _stretch(tr, vl, al)
             if scene is None:
                 return finish(tr, Pcur, rows)
-            bad = _spline_collisions(tr, Pcur, scene, resolution)
+            bad = _spline_collisions(tr, Pcur, scene, resolution, certify)
             if not bad.any():
-                if _samples_valid(tr.positions, checker, world, resolution, ignore_self):
+                if _samples_valid(tr.positions, checker, world, resolution, ignore_self, scene,
+                                  certify):
                     return finish(tr, Pcur, rows)
                 break  # final guard: the emitted samples (and straight lines between them)
                 # must be collision-free too; otherwise fall back to exact straight segments
-            if _straight_collides(Pcur, bad, scene, resolution):
+            if _straight_collides(Pcur, bad, scene, resolution, certify):
                 break  # the straight segment itself grazes an obstacle: refining cannot help
             # insert the midpoint of every colliding segment (and of its neighbours)
             grow = bad.copy()

@@ -244,3 +244,46 @@ def test_certified_and_discrete_planners_differ_only_in_edges(default_robot: Rob
 def test_edge_certified_is_importable_from_the_collision_layer() -> None:
     assert callable(edge_certified)
     assert default_robot_paths()[0].is_file()
+
+
+def test_piece_tubes_bound_the_spline_deviation_from_its_chords() -> None:
+    import scipy.interpolate
+
+    from robot_collision.planning.trajectory import _piece_tubes
+
+    rng = np.random.default_rng(0)
+    t = np.cumsum(rng.uniform(0.005, 0.05, 30))
+    pos = np.cumsum(rng.normal(size=(30, 3)) * 0.05, axis=0)
+    vel = rng.normal(size=(30, 3))
+    tubes = _piece_tubes(t, pos, vel)
+    spl = scipy.interpolate.CubicHermiteSpline(t, pos, vel)
+    for k in range(29):
+        s = np.linspace(0.0, 1.0, 401)[:, None]
+        q = spl(t[k] + s[:, 0] * (t[k + 1] - t[k]))
+        dev = np.abs(q - (pos[k] + s * (pos[k + 1] - pos[k]))).max(axis=0)
+        assert np.all(dev <= tubes[k])
+
+
+def test_time_parameterize_certifies_the_spline(default_robot: RobotModel) -> None:
+    import scipy.interpolate
+
+    from robot_collision.planning.trajectory import time_parameterize
+
+    world = [WorldObject(Box(0.1, 0.1, 1.0), _at([0.45, 0.0, 0.5]), "post")]
+    q0 = np.zeros(default_robot.num_joints)
+    q1 = q0.copy()
+    q1[0] = 1.2
+    planner = BiRRT(default_robot, RRTOptions(seed=4, min_clearance=0.01), world)
+    path = planner.shorten(planner.plan(q0, q1, time_limit=10.0).waypoints, 20)
+    checker = planner.checker
+    tr = time_parameterize(path, default_robot, checker=checker, world=world, min_clearance=0.01)
+    oracle = CollisionChecker(default_robot, padding=0.01)
+    if tr.method == "toppra":
+        spl = scipy.interpolate.CubicHermiteSpline(tr.times, tr.positions, tr.velocities)
+        Q = spl(np.linspace(0.0, tr.times[-1], 20_000))
+    else:
+        Q = np.concatenate([_dense(a, b, 2000) for a, b in itertools.pairwise(path)])
+    assert oracle.is_valid_batch(Q, world).all()
+    with pytest.raises(ConfigurationError):
+        time_parameterize(path, default_robot, checker=checker, world=world,
+                          edge_validation="discrete", min_clearance=0.01)
