@@ -103,16 +103,17 @@ def _acceleration_box(q, lower, upper, vbar, has_damper, dgain, margin, prev, ac
 
 
 @njit(cache=True, boundscheck=False)
-def _speed_bound(T, bcen, brad, parent, jtype, axis, qidx, scale, w):  # type: ignore[no-untyped-def]
-    """Bound (m/s) on the speed of any point of any robot link with geometry when every joint
-    i moves at most ``w[i]`` (rad/s, m/s): per link Σ_i w_i (‖∂c/∂q_i‖ + r [revolute]) for its
-    enclosing sphere (centre c, radius r); the largest over links."""
+def _link_motion_bounds(T, bcen, brad, parent, jtype, axis, qidx, scale, w, out):  # type: ignore[no-untyped-def]
+    """Per link (L,) into ``out``: a bound on how far (m) any point of the link's geometry moves
+    when every joint i moves by at most ``w[i]`` (rad, m), or on its speed (m/s) for joint
+    speeds ``w`` (rad/s, m/s): Σ_i w_i (‖∂c/∂q_i‖ + r [revolute]) for its enclosing sphere
+    (centre c, radius r), to first order in ``w``; 0 for links without geometry."""
     L = T.shape[0]
     n = w.shape[0]
     J3 = np.zeros((3, n))
     c = np.empty(3)
-    best = 0.0
     for lk in range(L):
+        out[lk] = 0.0
         if brad[lk] < 0.0:
             continue
         for a in range(3):
@@ -128,17 +129,31 @@ def _speed_bound(T, bcen, brad, parent, jtype, axis, qidx, scale, w):  # type: i
             if jtype[i] == REVOLUTE:
                 u += w[qidx[i]] * abs(scale[i]) * brad[lk]
             i = parent[i]
-        best = max(best, u)
+        out[lk] = u
+
+
+@njit(cache=True, boundscheck=False)
+def _speed_bound(T, bcen, brad, parent, jtype, axis, qidx, scale, w):  # type: ignore[no-untyped-def]
+    """Bound (m/s) on the speed of any point of any robot link with geometry when every joint
+    i moves at most ``w[i]`` (rad/s, m/s): the largest of :func:`_link_motion_bounds`."""
+    out = np.empty(T.shape[0])
+    _link_motion_bounds(T, bcen, brad, parent, jtype, axis, qidx, scale, w, out)
+    best = 0.0
+    for lk in range(T.shape[0]):
+        best = max(best, out[lk])
     return best
 
 
 @njit(cache=True, boundscheck=False)
-def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type: ignore[no-untyped-def]
+def _build_qp(phi, kinds, jac, exact, hold, pidx, q, cmd, lower, upper, vbar,  # type: ignore[no-untyped-def]
               has_damper, dgain, params, dt, prev, acc, use_acc, wdt):
     """Rows (1) and box (2) of the QP over the protected joints ``pidx`` (p,).
 
     Rows from ``exact`` on are remembered witnesses (:class:`_WitnessMemory`): they never
-    demand a separation (b ≤ 0), the pair's current row does that. With ``use_acc`` the box has
+    demand a separation (b ≤ 0), the pair's current row does that. Rows with ``hold[r]`` never
+    demand one either (pairs whose safety distance cannot be reached: held where they are).
+    ``params[5]`` (the recovery speed) scales every separation demand; 0 lets any motion that
+    brings no pair closer through. With ``use_acc`` the box has
     the acceleration terms (3) around ``prev`` (a window of ± acc ``wdt``) and the rows the
     stopping-distance bound (4).
 
@@ -186,7 +201,7 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
             continue  # the protected joints cannot change this distance
         if not use_acc:
             b = min(gain * (ds - d) / (di - ds), vrec)
-            if r >= exact:
+            if r >= exact or hold[r]:
                 b = min(b, 0.0)
         else:
             # the pair's braking deceleration (4) and its largest approach speed this tick
@@ -212,7 +227,7 @@ def _build_qp(phi, kinds, jac, exact, pidx, q, cmd, lower, upper, vbar,  # type:
                 b = -allow
             else:
                 b = min(gain * (ds - d) / (di - ds), vrec)
-                if r >= exact:
+                if r >= exact or hold[r]:
                     b = min(b, 0.0)
                 # no faster separation than reachable this tick, and never closer (if the pair
                 # is still approaching, the acceleration limits give way)

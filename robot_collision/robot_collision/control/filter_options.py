@@ -49,7 +49,8 @@ class FilterOptions:
       None = all 1.
     - ``max_dt`` = 0.05 s: a tick longer than this is a fault (the state is too old to integrate
       over).
-    - ``state_timeout`` = 0.1 s: a state older than this (``stamp_age``) is stale: fault.
+    - ``state_timeout`` = 0.1 s: a state older than this (``stamp_age``, by its stamp) is
+      stale: fault. (The node passes its ``max_state_age`` parameter here.)
     - ``state_limit_tolerance`` = 0.1 rad (m for prismatic joints): a state farther than this
       outside a joint's position limits is not the robot's (a wrong joint mapping, a wrapped
       encoder, another robot's model): fault. Inside the tolerance a joint may move back in.
@@ -89,6 +90,11 @@ class FilterOptions:
         for kind in ("self", "env"):
             di = finite(f"influence_distance_{kind}")
             ds = finite(f"safety_distance_{kind}")
+            if ds < 0.0:
+                raise ConfigurationError(
+                    f"FilterOptions.safety_distance_{kind} must be >= 0 m, got {ds} (a negative "
+                    "safety distance would allow penetration; to let a group touch, switch its "
+                    "protection off)")
             if not di > ds + finite("discrete_margin"):
                 raise ConfigurationError(
                     f"FilterOptions.influence_distance_{kind} ({di} m) must exceed "

@@ -118,6 +118,36 @@ does not decrease any ϕ (J_ϕ,k q̇_cmd ≥ 0) satisfies every row with ϕ_k �
 recede faster, at b_k. Without
 rows the QP is separable and its solution is the clip of q̇_cmd to the box, computed directly.
 
+Late states
+-----------
+A joint state is a measurement of the past: ``stamp_age`` old when it is filtered (transport,
+a lagging driver, a slow publisher). The robot kept moving meanwhile, under the commands in
+force since. The caller passes ``motion_bound`` (n,): how far each joint may have moved since
+the measurement (the node: the largest speed it commanded over that time × the age). For every
+link the filter bounds how far its geometry can have moved, u_L = Σ_i Δ_i (‖∂c_L/∂q_i‖ + r_L)
+(centre c_L and radius r_L of the link's enclosing sphere; the radius term for revolute joints;
+first order in Δ, whose second-order remainder is absorbed by ``discrete_margin`` at the few-cm
+displacements a state timeout allows), and lowers each row's distance by the motion of its
+bodies (u_R for a robot-world row, u_R + u_O for a self row): ϕ_k − u is a lower bound on the
+distance *now*, and the damper acts on it. The joint-limit box (2) likewise takes each joint to
+be up to Δ_i nearer its limits. A late state therefore slows the arm near obstacles and limits
+(by as much as it may have moved unseen), never lets it past them. A state older than
+``state_timeout`` is a fault (zeros).
+
+No deadlock near contact
+------------------------
+A pair found inside its safety distance must separate at up to ``recovery_speed`` (b_k > 0).
+Where its joints cannot give that (the pair barely moves, or separating it pushes another pair
+in, or the joint box forbids it), the QP is infeasible. The filter then lowers the demanded
+separation (×0.5, ×0.25, then 0) before it gives up: at 0, every row only forbids coming closer
+and q̇ = 0 satisfies all of them and the joint box, so the QP is always feasible; a command that
+brings no pair closer passes unchanged and one that does is projected, never zeroed.
+``"recovery:relaxed"`` is reported in the active constraints. Pairs whose safety distance
+cannot be reached anywhere in the joint ranges (two links a few mm apart by design, measured at
+load by :mod:`robot_collision.collision.pair_ranges`) can be *held*
+(:meth:`VelocityFilter.set_hold_pairs`): never asked to separate, their current distance is
+their floor.
+
 Protection groups
 -----------------
 Groups (SRDF groups or a mapping given to the filter, e.g. from YAML) can be unprotected with
@@ -166,6 +196,7 @@ from .filter_kernels import (
     _acceleration_box,
     _build_qp,
     _joint_box,
+    _link_motion_bounds,
     _speed_bound,
 )
 from .filter_options import FilterOptions, FilterResult
@@ -181,6 +212,10 @@ _EXIT_INFEASIBLE = -1
 # per-tick acceleration windows tried: the limit × these factors; 1e9: no window but the braking
 # curves; 0: no acceleration terms at all
 _RELAX = (1.0, 2.0, 4.0, 8.0, 16.0, 1e9, 0.0)
+# separation demands of pairs inside their safety distance tried when the QP is infeasible:
+# recovery_speed × these factors; 0: no pair may come closer, none has to separate (always
+# feasible: q̇ = 0 satisfies every row and the joint box)
+_RECOVERY = (1.0, 0.5, 0.25, 0.0)
 
 
 class VelocityFilter:
@@ -248,7 +283,10 @@ class VelocityFilter:
             self._acc = acc
         self._use_acc = bool(np.isfinite(self._acc).any())
         self._prev = np.zeros(n)  # the last output (the velocity the robot now executes)
-        self._T = np.empty((len(robot.link_names), 4, 4))
+        L = len(robot.link_names)
+        self._T = np.empty((L, 4, 4))
+        self._hold = np.zeros((L, L), dtype=np.bool_)  # self pairs held where they are
+        self._link_motion = np.zeros(L)
         self._world: list[WorldObject] = []
         self._memory = _WitnessMemory(n)
         self.set_world(world)
@@ -278,6 +316,28 @@ class VelocityFilter:
         output (the acceleration limits then start from rest)."""
         self._memory.clear()
         self._prev = np.zeros(self._n)
+
+    def set_hold_pairs(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Self pairs (link names) whose safety distance cannot be reached anywhere in the joint
+        ranges (e.g. two links a few mm apart by design): they are never asked to separate,
+        only never to come closer than they are (their current distance is their floor).
+        Replaces the previous set; see :func:`robot_collision.collision.pair_ranges`."""
+        links = self.robot.link_names
+        hold = np.zeros((len(links), len(links)), dtype=np.bool_)
+        for a, b in pairs:
+            for name in (a, b):
+                if name not in links:
+                    raise UnknownNameError(f"hold pair names unknown link {name!r}")
+            i, j = links.index(a), links.index(b)
+            hold[i, j] = hold[j, i] = True
+        self._hold = hold
+
+    @property
+    def hold_pairs(self) -> list[tuple[str, str]]:
+        """The self pairs held where they are (see :meth:`set_hold_pairs`)."""
+        links = self.robot.link_names
+        ii, jj = np.nonzero(np.triu(self._hold))
+        return [(links[i], links[j]) for i, j in zip(ii.tolist(), jj.tolist())]
 
     @property
     def acceleration_limits(self) -> NDArray[np.float64]:
@@ -346,7 +406,8 @@ class VelocityFilter:
 
     def filter(self, q: ArrayLike, qd_cmd: ArrayLike, dt: float,
                stamp_age: float = 0.0, previous: Optional[ArrayLike] = None,
-               elapsed: Optional[float] = None) -> FilterResult:
+               elapsed: Optional[float] = None,
+               motion_bound: Optional[ArrayLike] = None) -> FilterResult:
         """Filter one command; see the module docstring. Never raises for bad numbers.
 
         ``q`` (n,) measured configuration, ``qd_cmd`` (n,) commanded velocity, ``dt`` (s) the tick
@@ -356,6 +417,10 @@ class VelocityFilter:
         filter's last output (zeros after a fault). ``elapsed`` (s): time since ``previous`` was
         sent, when outputs go out more often than once per ``dt`` (a node filtering every
         command as it arrives): the output then changes by at most a·min(elapsed, dt).
+        ``motion_bound`` (n,) ≥ 0: how far (rad, m) each joint may have moved since ``q`` was
+        measured (a late state: the commands in force since its stamp × its age); every pair's
+        distance is then lowered by how far its bodies can have moved (see "Late states" in the
+        module docstring), so that a late state costs speed, never clearance.
         """
         n = self._n
         o = self.options
@@ -407,12 +472,30 @@ class VelocityFilter:
                 return self._fault(f"wrong length: previous must have {n} values")
             if not np.isfinite(prev).all():
                 return self._fault("non-finite command: previous has NaN or inf")
+        lag: Optional[NDArray[np.float64]] = None
+        if motion_bound is not None:
+            try:
+                lag = np.asarray(motion_bound, dtype=float)
+            except (TypeError, ValueError):
+                lag = np.empty(0)
+            if lag.shape != (n,):
+                return self._fault(f"wrong length: motion_bound must have {n} values")
+            if not (lag >= 0.0).all():  # also false for NaN
+                return self._fault("non-finite state: motion_bound must be finite and >= 0")
+            if not lag.any():
+                lag = None
 
         t0 = time.perf_counter()
         query = self._d_infl
         try:
+            grow = 0.0
+            if lag is not None:
+                # the distance every link's geometry can have moved since q was measured
+                self._lag_bounds(qa, lag)
+                grow = 2.0 * float(self._link_motion.max())
             if self._use_acc:
                 query = max(query, self._ds_max + self._stopping_distance(qa, prev, dtf))
+            query += grow
             pd = self.checker.pair_distances(qa, self._world, exhaustive=True, cutoff=query)
             tab = clearance_table(self.robot, pd, query)
         except Exception as exc:  # the filter must not raise in the control loop
@@ -426,35 +509,65 @@ class VelocityFilter:
         # witnesses" in the module docstring); src maps each row to its table row (names)
         phi2, kinds2, jac2, src = self._memory.rows(qa, tab, pd.T, self.robot.kin,
                                                      self._d_infl)
+        rl, ol = tab.robot_links, tab.other_links
+        selfrow = ol >= 0
+        hold = np.zeros(phi.shape[0], dtype=np.bool_)
+        if selfrow.any():
+            hold[selfrow] = self._hold[rl[selfrow], ol[selfrow]]
+        hold2 = hold[src]
+        if lag is not None:
+            # lower every row by how far its bodies can have moved since q was measured
+            lm = self._link_motion
+            infl = lm[rl] + np.where(selfrow, lm[np.maximum(ol, 0)], 0.0)
+            phi2 = phi2 - infl[src]
+        lower, upper = self._lower, self._upper
+        if lag is not None:
+            # the joints may be up to lag closer to their limits than q says
+            lower, upper = lower + lag, upper - lag
         relaxed = False
-        for factor in (_RELAX if self._use_acc else (0.0,)):
-            # with the acceleration limits first; if they and the rows cannot all hold (a pair
-            # approached faster than it can now stop), the clearance wins over the limits,
-            # which are widened as little as needed
-            use_acc = factor > 0.0
-            status, A, bl, bu, out, sel = _build_qp(
-                phi2, kinds2, jac2, phi.shape[0], self._pidx, qa, ca, self._lower,
-                self._upper, self._vbar, self._has_damper, self._dgain, self._params, dtf,
-                prev, self._acc, use_acc, factor * wdt)
-            nrows = int(sel.shape[0])
-            if status == _NONFINITE:
-                return self._fault("non-finite clearance: distance or Jacobian is NaN/inf",
-                                   mind, nrows, tc)
-            flag = _EXIT_OPTIMAL
-            if status == _NEED_QP:
-                x0 = ca[self._pidx]
-                try:
-                    x, _fv, flag, info = daqp.solve(self._H, -self._wp * x0, A, bu, bl)
-                except Exception as exc:  # a solver error is a fault, not an exception
-                    return self._fault(f"solver failure: {exc}", mind, nrows, tc)
-            if flag != _EXIT_INFEASIBLE or not use_acc:
+        recovery = 1.0
+        params = self._params
+        flag = _EXIT_INFEASIBLE
+        for recovery in _RECOVERY:
+            if recovery != 1.0:
+                # no answer demands the full recovery speed from the pairs inside their safety
+                # distance (they cannot separate that fast, or only by pushing another pair
+                # in): demand less, at last only that no pair comes closer, so that a command
+                # that moves away is never refused
+                params = self._params.copy()
+                params[5] *= recovery
+            for factor in (_RELAX if self._use_acc else (0.0,)):
+                # with the acceleration limits first; if they and the rows cannot all hold (a
+                # pair approached faster than it can now stop), the clearance wins over the
+                # limits, which are widened as little as needed
+                use_acc = factor > 0.0
+                status, A, bl, bu, out, sel = _build_qp(
+                    phi2, kinds2, jac2, phi.shape[0], hold2, self._pidx, qa, ca, lower,
+                    upper, self._vbar, self._has_damper, self._dgain, params, dtf,
+                    prev, self._acc, use_acc, factor * wdt)
+                nrows = int(sel.shape[0])
+                if status == _NONFINITE:
+                    return self._fault("non-finite clearance: distance or Jacobian is NaN/inf",
+                                       mind, nrows, tc)
+                flag = _EXIT_OPTIMAL
+                if status == _NEED_QP:
+                    x0 = ca[self._pidx]
+                    try:
+                        x, _fv, flag, info = daqp.solve(self._H, -self._wp * x0, A, bu, bl)
+                    except Exception as exc:  # a solver error is a fault, not an exception
+                        return self._fault(f"solver failure: {exc}", mind, nrows, tc)
+                if flag != _EXIT_INFEASIBLE or not use_acc:
+                    break
+                relaxed = True
+            if flag != _EXIT_INFEASIBLE:
                 break
-            relaxed = True
         if flag == _EXIT_INFEASIBLE:
             return self._fault(
                 "infeasible QP: the clearance rows and joint bounds cannot all hold "
                 f"({nrows} rows, closest {mind:.4f} m)", mind, nrows, tc)
         active: list[str] = ["acceleration:relaxed"] if relaxed else []
+        if recovery != 1.0:
+            active.append("recovery:relaxed")
         np_ = self._pidx.shape[0]
         box_prev = prev if self._use_acc and factor > 0.0 else None
         if status == _NEED_QP:
@@ -476,7 +589,7 @@ class VelocityFilter:
         idx = self._uidx if status == _NEED_QP else self._all_idx
         clipped = idx[out[idx] != ca[idx]]
         if clipped.shape[0]:
-            lo, hi = self._box(qa, dtf, box_prev, max(factor, 1.0) * wdt)
+            lo, hi = self._box(qa, dtf, box_prev, max(factor, 1.0) * wdt, lower, upper)
             for i in clipped:
                 active.append(self._bound_name(int(i), out[i], lo[i], hi[i], box_prev, wdt))
         if self._use_acc and not relaxed and np.any(
@@ -490,16 +603,26 @@ class VelocityFilter:
                             time.perf_counter() - t1, nrows, tc)
 
     def _box(self, q: NDArray[np.float64], dt: float, prev: Optional[NDArray[np.float64]],
-             wdt: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+             wdt: float, lower: NDArray[np.float64], upper: NDArray[np.float64]
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         lo = np.empty(self._n)
         hi = np.empty(self._n)
-        _joint_box(q, self._lower, self._upper, self._vbar, self._has_damper, self._dgain,
+        _joint_box(q, lower, upper, self._vbar, self._has_damper, self._dgain,
                    self.options.joint_limit_margin, dt, lo, hi)
         if prev is not None:
-            _acceleration_box(q, self._lower, self._upper, self._vbar, self._has_damper,
+            _acceleration_box(q, lower, upper, self._vbar, self._has_damper,
                               self._dgain, self.options.joint_limit_margin, prev, self._acc,
                               dt, wdt, lo, hi)
         return lo, hi
+
+    def _lag_bounds(self, q: NDArray[np.float64], lag: NDArray[np.float64]) -> None:
+        """Per link, how far (m) its geometry can have moved when joint i moved by at most
+        ``lag[i]`` (rad, m) from ``q``, into ``self._link_motion`` (see "Late states")."""
+        _, rs, _, _ = self.checker.compiled(self._world)
+        k = self.robot.kin
+        fk_into(q, k.parent, k.jtype, k.origin, k.axis, k.qidx, k.scale, k.offset, self._T)
+        _link_motion_bounds(self._T, rs.bound_center, rs.bound_radius, k.parent, k.jtype,
+                            k.axis, k.qidx, k.scale, lag, self._link_motion)
 
     def _stopping_distance(self, q: NDArray[np.float64], prev: NDArray[np.float64],
                            dt: float) -> float:
