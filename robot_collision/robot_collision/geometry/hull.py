@@ -85,10 +85,14 @@ def convex_hull(
     tri = index[hull.simplices]  # (m, 3) triangles over hull vertex indices
     edges = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]])
     edges = np.concatenate([edges, edges[:, ::-1]])
-    edges = np.unique(edges, axis=0)  # sorted by first vertex
     k = len(hull.vertices)
-    splits = np.searchsorted(edges[:, 0], np.arange(1, k))
-    nbrs = np.split(edges[:, 1], splits)
+    # unique directed edges sorted by (first, second) vertex, as one int64 key each: a 1-D
+    # unique, 10x faster than np.unique(axis=0) on the 1.8 M edges of a 300 k-vertex hull
+    key = np.sort(edges[:, 0].astype(np.int64) * k + edges[:, 1])
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
+    first, second = np.divmod(key, k)
+    splits = np.searchsorted(first, np.arange(1, k))
+    nbrs = np.split(second, splits)
     return np.ascontiguousarray(pts[hull.vertices]), nbrs
 
 
@@ -111,6 +115,24 @@ def start_directions() -> NDArray[np.float64]:
     return flat / np.linalg.norm(flat, axis=1, keepdims=True)
 
 
+def _extreme_vertices(
+    directions: NDArray[np.float64], vertices: NDArray[np.float64], chunk: int = 8192
+) -> NDArray[np.int64]:
+    """Index of the vertex farthest along each direction (first on ties), in chunks of
+    ``chunk`` vertices: memory ``len(directions) * chunk`` floats instead of a (C, k) matrix
+    (9 GiB for the 3.1 M hull vertices of a 50 MB STL)."""
+    best = np.full(len(directions), -np.inf)
+    arg = np.zeros(len(directions), dtype=np.int64)
+    for lo in range(0, len(vertices), chunk):
+        proj = directions @ vertices[lo : lo + chunk].T
+        j = np.argmax(proj, axis=1)
+        val = proj[np.arange(len(directions)), j]
+        better = val > best
+        best[better] = val[better]
+        arg[better] = lo + j[better]
+    return arg
+
+
 def support_block(
     vertices: NDArray[np.float64], neighbours: list[NDArray[np.int64]]
 ) -> NDArray[np.float64]:
@@ -119,8 +141,8 @@ def support_block(
     k = len(vertices)
     if k <= SUPPORT_BLOCK_MIN_VERTICES:
         return np.ascontiguousarray(vertices, dtype=float)
-    starts = np.argmax(start_directions() @ np.asarray(vertices, dtype=float).T, axis=1)
-    counts = np.array([len(n) for n in neighbours], dtype=np.int64)
+    starts = _extreme_vertices(start_directions(), np.asarray(vertices, dtype=float))
+    counts = np.fromiter((len(n) for n in neighbours), dtype=np.int64, count=k)
     first = 3 * k + START_CELLS + k + 1  # flat index of the first neighbour list
     offsets = first + np.concatenate([[0], np.cumsum(counts)])
     flat = np.concatenate(

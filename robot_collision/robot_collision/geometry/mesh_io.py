@@ -252,6 +252,10 @@ def load_mesh(
             _cache_put(key, hit)
     V0, F, unit, n_raw, f_raw = hit
     _check_counts(lim, label, n_raw, f_raw, "parsed")
+    if len(V0) > lim.max_hull_points:  # before the hull, whose cost grows with its vertices
+        raise MeshError(lim.exceeded(
+            "max_hull_points", f"{label}: the number of distinct vertices (the convex hull's "
+            "input)", len(V0)))
     V = V0 * (s * unit)
     if not np.all(np.isfinite(V)):
         raise MeshError(f"{label}: scale {scale!r} makes vertex coordinates overflow")

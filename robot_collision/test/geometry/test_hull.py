@@ -96,3 +96,17 @@ def test_distance_same_with_block_and_plain_vertices(seed: int, spread: float) -
 def test_absurd_coordinates_rejected() -> None:
     with pytest.raises(MeshError, match="units"):
         Mesh(np.array([[0, 0, 0], [1e10, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=float))
+
+
+def test_extreme_vertices_in_chunks_equal_the_full_product() -> None:
+    """The chunked cold-start search (bounded memory) picks the same vertex as the (C, k)
+    product it replaces, first index on ties (duplicated rows across chunk borders)."""
+    from robot_collision.geometry.hull import _extreme_vertices, start_directions
+
+    rng = np.random.default_rng(1)
+    V = rng.normal(size=(5000, 3))
+    V[4000:] = V[:1000]  # ties across chunks
+    D = start_directions()
+    expected = np.argmax(D @ V.T, axis=1)
+    for chunk in (1, 7, 1000, 4096, 10_000):
+        np.testing.assert_array_equal(_extreme_vertices(D, V, chunk), expected)

@@ -273,3 +273,22 @@ def test_merge_falls_back_on_hash_collisions(monkeypatch: pytest.MonkeyPatch) ->
     U, inv = mesh_io.merge_duplicate_vertices(V)
     np.testing.assert_array_equal(U[inv], V)
     assert len(U) == 3
+
+
+def test_hull_input_cap_refuses_before_the_hull(tmp_path: Path) -> None:
+    """Issue 21: a binary STL within the file caps whose distinct vertices all lie on a sphere
+    (every one a hull vertex) had taken 136 s and 9 GiB. Distinct vertices above
+    max_hull_points are refused after the parse and merge, before the hull is computed; the
+    duplicates of an STL (3 per triangle) do not count."""
+    rng = np.random.default_rng(0)
+    P = rng.normal(size=(3000, 3))
+    P /= np.linalg.norm(P, axis=1, keepdims=True)
+    F = np.arange(3000).reshape(-1, 3)
+    path = tmp_path / "sphere.stl"
+    path.write_bytes(_binary_stl(P, F))
+    with pytest.raises(MeshError, match=r"distinct vertices.*3,000.*max_hull_points"):
+        Mesh(path, limits=LoadLimits(max_hull_points=2999))
+    tet = tmp_path / "tet.stl"
+    tet.write_bytes(_binary_stl(TET_V, TET_F))  # 15 stored, 5 distinct
+    assert len(load_mesh(tet, limits=LoadLimits(max_hull_points=5)).vertices) == 5
+    assert len(Mesh(path, limits=LoadLimits(max_hull_points=3000)).hull) == 3000
