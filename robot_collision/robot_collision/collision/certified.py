@@ -67,6 +67,7 @@ __all__ = [
     "cert_workspace",
     "edges_certified_packed",
     "first_uncertified",
+    "first_uncertified_counted",
 ]
 
 CERT_TOL = 1e-8
@@ -459,6 +460,12 @@ def edges_certified_packed(Q0, D, F, I, check_self, clearance, out):  # type: ig
 def first_uncertified(Q0, D, TUBE, F, I, check_self, clearance):  # type: ignore[no-untyped-def]
     """Index of the first motion ``Q0[k] + t * D[k]`` (widened by ``TUBE[k]``) that
     :func:`edge_certified` does not certify, or -1 (one thread, stops at the first)."""
+    return first_uncertified_counted(Q0, D, TUBE, F, I, check_self, clearance)[0]
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def first_uncertified_counted(Q0, D, TUBE, F, I, check_self, clearance):  # type: ignore[no-untyped-def]
+    """:func:`first_uncertified` and the number of configurations evaluated."""
     kin, rs, ws, pr = unpack_scene_borrowed(F, I)
     L = kin.parent.shape[0]
     T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
@@ -471,4 +478,4 @@ def first_uncertified(Q0, D, TUBE, F, I, check_self, clearance):  # type: ignore
                           ready, fw, counter, 0, np.iinfo(np.int64).max, flag) != 1:
             bad = k
             break
-    return bad
+    return bad, counter[0]

@@ -62,6 +62,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..collision import block_kernels as _bk
+from ..collision.certified import first_uncertified, first_uncertified_counted
 from ..collision.checker import CollisionChecker
 from ..collision.kernels import packed_valid
 from ..errors import (
@@ -489,55 +490,88 @@ class BiRRT:
             goals.append(q_goal)
 
         # ---- tree storage
-        _, cap, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
-        nodes, nodesT, parents, radii, size, istate = _new_trees(cap, q_start, goals[0], cont,
-                                                                 goal_tries)
-        retries = 0
-        next_progress = t_start + _PROGRESS_NS
+        _, cap0, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
+        # Certified edges, lazily: the trees grow with discrete edge checks and only the path
+        # found is certified, edge by edge (a tree edge that is free at its samples is almost
+        # always certified too, and only a path's few edges matter). If one of its edges is not
+        # certified, planning starts over (same random stream) with every edge certified.
+        passes = [ipar]
+        if o.edge_validation == "certified":
+            lazy = ipar.copy()
+            lazy[10] = 0
+            passes = [lazy, ipar]
+        rng0 = rng.copy()
+        checks_before = 0
         reason = ""
         flag = np.zeros(1, dtype=np.int64)
         watcher: Optional[_StopWatcher] = None
+        next_progress = t_start + _PROGRESS_NS
+        path: Optional[NDArray[np.float64]] = None
         try:
-            while True:
-                t = time.monotonic_ns()
-                hard = min(t + (_HARD_CHUNK_NS << min(retries, 10)), deadline)
-                soft = min(t + _SOFT_CHUNK_NS, deadline)
-                code = _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng,
-                                  slo, shi, cont, fpar, ipar, wgr_arr, soft, hard, flag)
-                if code == _SUCCESS:
-                    reason = "success"
-                    break
-                if code == _MAX_ITER:
-                    reason = "max_iterations"
-                    break
-                if code == _NEED_GROW:
-                    cap *= 2
-                    nodes2 = np.empty((2, cap, n))
-                    nodesT2 = np.empty((2, n * cap))
-                    nodesT2.reshape(2, n, cap)[:, :, : nodes.shape[1]] = nodesT.reshape(
-                        2, n, nodes.shape[1])
-                    nodesT = nodesT2
-                    parents2 = np.full((2, cap), -1, dtype=np.int64)
-                    nodes2[:, : nodes.shape[1]] = nodes
-                    parents2[:, : parents.shape[1]] = parents
-                    radii2 = np.full((2, cap), _NO_RADIUS)
-                    radii2[:, : radii.shape[1]] = radii
-                    nodes, parents, radii = nodes2, parents2, radii2
-                retries = retries + 1 if code == _INTERRUPTED else 0
-                t = time.monotonic_ns()
-                if stop is not None:
-                    if flag[0] != 0 or stop():
-                        reason = "cancelled"
+            for pass_no, ipar_run in enumerate(passes):
+                if pass_no > 0:
+                    rng[:] = rng0
+                cap = cap0
+                nodes, nodesT, parents, radii, size, istate = _new_trees(
+                    cap, q_start, goals[0], cont, goal_tries)
+                istate[_I_CHECKS] += checks_before
+                retries = 0
+                while True:
+                    t = time.monotonic_ns()
+                    hard = min(t + (_HARD_CHUNK_NS << min(retries, 10)), deadline)
+                    soft = min(t + _SOFT_CHUNK_NS, deadline)
+                    code = _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate,
+                                      rng, slo, shi, cont, fpar, ipar_run, wgr_arr, soft, hard,
+                                      flag)
+                    if code == _SUCCESS:
+                        reason = "success"
                         break
-                    if watcher is None:  # planning takes a while: poll the hook in a thread
-                        watcher = _StopWatcher(stop, flag)
-                if t >= deadline:
-                    reason = "time_limit"
+                    if code == _MAX_ITER:
+                        reason = "max_iterations"
+                        break
+                    if code == _NEED_GROW:
+                        cap *= 2
+                        nodes2 = np.empty((2, cap, n))
+                        nodesT2 = np.empty((2, n * cap))
+                        nodesT2.reshape(2, n, cap)[:, :, : nodes.shape[1]] = nodesT.reshape(
+                            2, n, nodes.shape[1])
+                        nodesT = nodesT2
+                        parents2 = np.full((2, cap), -1, dtype=np.int64)
+                        nodes2[:, : nodes.shape[1]] = nodes
+                        parents2[:, : parents.shape[1]] = parents
+                        radii2 = np.full((2, cap), _NO_RADIUS)
+                        radii2[:, : radii.shape[1]] = radii
+                        nodes, parents, radii = nodes2, parents2, radii2
+                    retries = retries + 1 if code == _INTERRUPTED else 0
+                    t = time.monotonic_ns()
+                    if stop is not None:
+                        if flag[0] != 0 or stop():
+                            reason = "cancelled"
+                            break
+                        if watcher is None:  # planning takes a while: poll the hook in a thread
+                            watcher = _StopWatcher(stop, flag)
+                    if t >= deadline:
+                        reason = "time_limit"
+                        break
+                    if progress is not None and t >= next_progress:
+                        next_progress = t + _PROGRESS_NS
+                        progress(ProgressInfo(int(istate[_I_ITER]), int(size[0]), int(size[1]),
+                                              (t - t_start) * 1e-9))
+                if reason != "success":
                     break
-                if progress is not None and t >= next_progress:
-                    next_progress = t + _PROGRESS_NS
-                    progress(ProgressInfo(int(istate[_I_ITER]), int(size[0]), int(size[1]),
-                                          (t - t_start) * 1e-9))
+                path = _extract_path(nodes, parents, istate[_I_CONN0], istate[_I_CONN1],
+                                     q_start, cont, self._has_cont())
+                if pass_no == len(passes) - 1:
+                    break
+                bad, evals = first_uncertified_counted(
+                    path[:-1], np.ascontiguousarray(np.diff(path, axis=0)),
+                    np.zeros((len(path) - 1, n)), F, I, self._check_self, o.min_clearance)
+                istate[_I_CHECKS] += evals
+                if bad < 0:
+                    break
+                checks_before = int(istate[_I_CHECKS])
+                reason = ""
+                path = None
         finally:
             if watcher is not None:
                 watcher.close()
@@ -557,8 +591,7 @@ class BiRRT:
             raise _attach(NoPathFoundError(
                 f"no path found within the time limit of {time_limit} s ({stats.iterations} "
                 "iterations); allow more time or simplify the scene"), stats)
-        path = _extract_path(nodes, parents, istate[_I_CONN0], istate[_I_CONN1], q_start, cont,
-                             self._has_cont())
+        assert path is not None
         # the goal reached: the given configuration, or the goal region's IK solution (as the
         # path's last waypoint, i.e. unwrapped like the path)
         goal_q = path[-1].copy() if isinstance(goal, WorkspaceGoalRegion) else goals[0]
@@ -615,9 +648,11 @@ class BiRRT:
         rng: Union[np.random.Generator, int, None] = None,
     ) -> NDArray[np.float64]:
         """Random shortcutting: ``iterations`` tries to join two random points of the path with
-        a straight edge. Every edge of the result is valid at ``validation_distance``, the
-        length never grows, endpoints are kept. Seeded by ``rng`` (Generator or int; None =
-        ``options.seed``)."""
+        a straight edge. Every new edge of the result is valid at ``validation_distance`` and,
+        with ``edge_validation="certified"``, certified over its whole segment (checked lazily:
+        the result's edges are certified once, and shortcutting reruns with every candidate
+        edge certified only if one is not); the length never grows, endpoints are kept. Seeded
+        by ``rng`` (Generator or int; None = ``options.seed``)."""
         P = self._as_path(path)
         if int(iterations) != iterations or iterations < 0:
             raise ConfigurationError("iterations must be a non-negative integer")
@@ -636,9 +671,22 @@ class BiRRT:
                 P[i] = P[i - 1] + joint_difference(P[i - 1], P[i], cont)
         buf = np.empty((len(P) + 2 * int(iterations) + 2, P.shape[1]))
         buf[: len(P)] = P
+        state0 = state.copy()
         k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont,
-                      self.options.validation_distance,
-                      self._check_self, state, self.options.edge_validation == "certified",
+                      self.options.validation_distance, self._check_self, state, False,
                       self.options.min_clearance)
+        if self.options.edge_validation == "certified":
+            # lazily, as plan(): the result's edges are certified; if one is not (or an edge of
+            # the input was not), shortcutting runs again with every new edge certified
+            out = buf[:k]
+            bad = first_uncertified(np.ascontiguousarray(out[:-1]),
+                                    np.ascontiguousarray(np.diff(out, axis=0)),
+                                    np.zeros((k - 1, P.shape[1])), F, I, self._check_self,
+                                    self.options.min_clearance)
+            if bad >= 0:
+                buf[: len(P)] = P
+                k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont,
+                              self.options.validation_distance, self._check_self, state0, True,
+                              self.options.min_clearance)
         return buf[:k].copy()
 
