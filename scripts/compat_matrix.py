@@ -37,6 +37,7 @@ come from the pip cache / index as configured for pip. Exit status 1 if any envi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -88,15 +89,21 @@ print(f"is_valid_batch from the cache: {int(np.sum(ok))}/{len(Q)} valid")
 
 
 def find_python(version: str) -> Optional[str]:
-    try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        found = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"))
+    """``$(pyenv root)/versions/X.Y.*/bin/pythonX.Y`` (newest), else ``pythonX.Y`` on PATH."""
+    roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv")]
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        roots.insert(0, subprocess.run(["pyenv", "root"], capture_output=True, text=True,
+                                       check=True).stdout.strip())
+    for root in filter(None, roots):
+        found = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"),
+                       key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/")[-3])])
         if found:
             return found[-1]
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return shutil.which(f"python{version}")
+    path = shutil.which(f"python{version}")
+    if path is None:
+        return None
+    ok = subprocess.run([path, "-c", "pass"], capture_output=True).returncode == 0
+    return path if ok else None  # a pyenv shim of a version that is not selected fails
 
 
 def run(cmd: list[str], log: Path, **kw: Any) -> subprocess.CompletedProcess[str]:

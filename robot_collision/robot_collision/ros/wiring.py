@@ -10,6 +10,8 @@ bring a node up with the valid values and its world file.
 
 from __future__ import annotations
 
+import array
+import contextlib
 import math
 from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
@@ -26,10 +28,12 @@ __all__ = [
     "apply_parameter_values",
     "declare_parameter_table",
     "finite_float",
+    "NUMBER_LIST_PARAMETERS",
     "make_checker",
     "parameter_values",
     "parse_pair",
     "parse_pair_padding",
+    "plain_value",
     "start_up_settings",
     "string_entries",
     "validate_collision_parameter",
@@ -58,7 +62,7 @@ def apply_parameter_values(
         if name not in names:
             continue
         try:
-            changes[name] = validate_one(name, value)
+            changes[name] = validate_one(name, plain_value(value))
         except ConfigurationError as exc:
             if strict:
                 raise
@@ -87,6 +91,41 @@ def declare_parameter_table(
                 read_only=name in read_only,
             ),
         )
+        if isinstance(default, (list, tuple)) and len(default) == 0:
+            _type_empty_list(node, name)
+
+
+NUMBER_LIST_PARAMETERS = frozenset({"acceleration_limits", "weights", "initial_positions"})
+"""List parameters of numbers; every other list parameter holds strings."""
+
+
+def _type_empty_list(node: Any, name: str) -> None:
+    """Give an empty list parameter its element type. rclpy types a value ``[]`` as a byte
+    array: ``ros2 param describe`` then says "byte array", ``ros2 param set`` of a string list
+    onto it needs the dynamic typing, and a dump/reuse round trip does not show what belongs
+    there. A parameter file's non-empty value is left as it is."""
+    from rclpy.parameter import Parameter  # type: ignore[import-untyped,unused-ignore]
+
+    current = node.get_parameter(name)
+    if current.type_ not in (Parameter.Type.BYTE_ARRAY, Parameter.Type.NOT_SET):
+        return
+    if current.value is not None and len(current.value) != 0:
+        return
+    kind = (Parameter.Type.DOUBLE_ARRAY if name in NUMBER_LIST_PARAMETERS
+            else Parameter.Type.STRING_ARRAY)
+    with contextlib.suppress(Exception):  # a callback refusing it leaves the byte array
+        node.set_parameters([Parameter(name, kind, [])])
+
+
+def plain_value(value: Any) -> Any:
+    """A parameter value as the validators expect it: rclpy hands double and integer arrays
+    over as ``array.array`` (``ros2 param set /velocity_filter acceleration_limits '[5.0]'``),
+    byte arrays as lists of ``bytes``; both become lists (an empty byte array: ``[]``)."""
+    if isinstance(value, array.array):
+        return value.tolist()
+    if isinstance(value, (bytes, bytearray)) and len(value) == 0:
+        return []
+    return value
 
 
 def parameter_values(node: Any, table: ParameterTable) -> dict[str, Any]:
@@ -116,6 +155,7 @@ def start_up_settings(
     log = node.get_logger()
     for err in errors:
         log.error(f"invalid parameter: {err}")
+    world.max_extent = float(getattr(settings, "max_object_extent", world.max_extent))
     path = getattr(settings, "world_file", "")
     if path:
         try:
