@@ -208,6 +208,10 @@ class CollisionChecker:
     def _pad(self, a: str, b: str) -> float:
         return self._pair_pad.get(frozenset((a, b)), self._default_pad)
 
+    def pair_padding(self, a: str, b: str) -> float:
+        """The padding (m) of the pair of bodies ``a``, ``b`` (links or world objects)."""
+        return self._pad(a, b)
+
     def _refresh(self) -> None:
         if self._version == self.robot.geometry_version and self._rs is not None:
             return

@@ -409,9 +409,19 @@ class BiRRT:
         elif packed_valid(q, F, I, not ignore_self):
             return None
         res = self.checker.check(q, self._world, exhaustive=True, ignore_self=ignore_self)
-        pairs = ", ".join(f"{a} <-> {b}" for a, b in res.colliding_pairs) or "unknown pair"
+        names = [*res.row_names]
+        cols = res.column_names
+        parts = []
+        for a, b in res.colliding_pairs:
+            i, j = names.index(a), cols.index(b)
+            pad = self.checker.pair_padding(a, b)
+            d = float(res.signed[i, j]) + pad  # the distance without the padding
+            parts.append(f"{a} <-> {b} ({1000 * d:.1f} mm apart" + (
+                f", padding {1000 * pad:.1f} mm)" if pad else ")"))
+        pairs = ", ".join(parts) or "unknown pair"
         return (f"{what} configuration is in collision: {pairs}; move it out of collision, remove "
-                "or move the obstacle, or skip the pair")
+                "or move the obstacle, skip the pair, or lower the padding for a pair that is "
+                "always that close")
 
     # ------------------------------------------------------------------ planning
     def plan(
