@@ -208,7 +208,12 @@ def _self_lb(a, b, need, T, cen, SP, ready, rs, pad, wa, wb, n):  # type: ignore
                     continue
             for t in range(link_start[b], link_start[b + 1]):
                 d = np.nan
-                if kind[s] == SPHERE:
+                if kind[s] == SPHERE and kind[t] == SPHERE:
+                    ex = SP[s, 0, 3] - SP[t, 0, 3]
+                    ey = SP[s, 1, 3] - SP[t, 1, 3]
+                    ez = SP[s, 2, 3] - SP[t, 2, 3]
+                    d = np.sqrt(ex * ex + ey * ey + ez * ez) - params[s, 0] - params[t, 0]
+                elif kind[s] == SPHERE:
                     d = _inline_call_or(_sphere_exact, -np.inf, SP[s, 0, 3], SP[s, 1, 3],
                                         SP[s, 2, 3], params[s, 0], kind[t], params, SP, t, wa,
                                         wb, n)
@@ -237,10 +242,41 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
     SP = np.empty((S, 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     # fw: cen (3L) | M (L) | E (L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
-    #     | wa, wb, n (9) | bb (W)
-    fw = np.empty(3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W)
+    #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | B (L) | aready (L)
+    fw = np.empty(3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L)
     iw = np.empty(0, dtype=np.int64)
     return T, SP, ready, fw, iw
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _rates(l, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready):  # type: ignore[no-untyped-def]
+    """``ca[k, l]``: how fast (per unit t, here) the points of link ``l``'s bounding sphere move
+    through joint ``k``: ``|scale_k * d_k|`` times their largest distance from k's axis in this
+    configuration (revolute), or times 1 (prismatic). Once per link and configuration."""
+    if aready[l] == 0.0:
+        aready[l] = 1.0
+        k = l
+        while k > 0:
+            jt = jtype[k]
+            ca[k, l] = 0.0
+            if jt != FIXED:
+                v = abs(scale[k] * d[qidx[k]])
+                if jt == REVOLUTE and v > 0.0:
+                    wx = T[k, 0, 0] * axis[k, 0] + T[k, 0, 1] * axis[k, 1] + T[k, 0, 2] * axis[k, 2]
+                    wy = T[k, 1, 0] * axis[k, 0] + T[k, 1, 1] * axis[k, 1] + T[k, 1, 2] * axis[k, 2]
+                    wz = T[k, 2, 0] * axis[k, 0] + T[k, 2, 1] * axis[k, 1] + T[k, 2, 2] * axis[k, 2]
+                    vx = cen[l, 0] - T[k, 0, 3]
+                    vy = cen[l, 1] - T[k, 1, 3]
+                    vz = cen[l, 2] - T[k, 2, 3]
+                    cx = wy * vz - wz * vy
+                    cy = wz * vx - wx * vz
+                    cz = wx * vy - wy * vx
+                    # (|w| = 1 up to round-off: 1e-9 relative margin)
+                    perp = np.sqrt(cx * cx + cy * cy + cz * cz) * (1.0 + 1e-9) + 1e-12
+                    v *= perp + brad[l]
+                ca[k, l] = v
+            k = parent[k]
+    return True
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -286,16 +322,24 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
     wb = fw[o_w + 3: o_w + 6]
     nn = fw[o_w + 6: o_w + 9]
     bb = fw[o_w + 9: o_w + 9 + W]
+    o_cg = o_w + 9 + W
+    cg = fw[o_cg: o_cg + L * L].reshape((L, L))
+    ca = fw[o_cg + L * L: o_cg + 2 * L * L].reshape((L, L))
+    B = fw[o_cg + 2 * L * L: o_cg + 2 * L * L + L]
+    aready = fw[o_cg + 2 * L * L + L: o_cg + 2 * L * L + 2 * L]
     # ---- motion bounds of the links (per unit of t) and of the tube
     for l in range(L):
         M[l] = 0.0
         E[l] = 0.0
+        B[l] = 0.0
         for k in range(L):
             cm[k, l] = 0.0
             ce[k, l] = 0.0
+            cg[k, l] = 0.0
         if brad[l] < 0.0:
             continue
         acc = np.sqrt(bcen[l, 0] ** 2 + bcen[l, 1] ** 2 + bcen[l, 2] ** 2) + brad[l]
+        below = 0.0  # motion bound (per unit t) from the joints between k and l
         k = l
         while k > 0:
             jt = jtype[k]
@@ -305,12 +349,16 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                 mv = s * abs(d[j])
                 ev = s * tube[j]
                 if jt == REVOLUTE:
+                    # the distance of l's points from k's axis grows at most at rate ``below``
+                    cg[k, l] = mv * below
+                    B[l] += cg[k, l]
                     mv *= acc
                     ev *= acc
                 cm[k, l] = mv
                 ce[k, l] = ev
                 M[l] += mv
                 E[l] += ev
+                below += mv
                 if jt == PRISMATIC:
                     v0 = scale[k] * q0[j] + offset[k]
                     v1 = scale[k] * (q0[j] + d[j]) + offset[k]
@@ -353,6 +401,7 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
         fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, T)
         for l in range(L):
             ready[l] = False
+            aready[l] = 0.0
             for c in range(3):
                 cen[l, c] = (T[l, c, 0] * bcen[l, 0] + T[l, c, 1] * bcen[l, 1]
                              + T[l, c, 2] * bcen[l, 2] + T[l, c, 3])
@@ -408,7 +457,38 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     r = 0
                     break
                 if Mp[p] > 0.0:
-                    h[p] = t + slack / Mp[p]
+                    # the static bound, or the bound from the joint axes' distances here
+                    # (A, growing at most at rate Bq): the longer step of the two
+                    step = slack / Mp[p]
+                    if p < L:
+                        _rates(p, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        A = 0.0
+                        k = p
+                        while k > 0:
+                            A += ca[k, p]
+                            k = parent[k]
+                        Bq = B[p]
+                    else:
+                        kk = p - L
+                        a = self_a[kk]
+                        b = self_b[kk]
+                        _rates(a, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        _rates(b, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        A = 0.0
+                        Bq = 0.0
+                        x = a
+                        y = b
+                        while x != y:
+                            if x > y:
+                                A += ca[x, a]
+                                Bq += cg[x, a]
+                                x = parent[x]
+                            else:
+                                A += ca[y, b]
+                                Bq += cg[y, b]
+                                y = parent[y]
+                    step2 = 2.0 * slack / (A + np.sqrt(A * A + 2.0 * Bq * slack))
+                    h[p] = t + max(step, step2)
                 else:
                     h[p] = _FAR
             if h[p] < tnext:
