@@ -11,8 +11,10 @@ Interface (names relative to the node; ``~`` = the node's private namespace):
 - publishes ``~/markers`` (``visualization_msgs/MarkerArray``) at ``marker_rate`` while anyone
   subscribes (see :mod:`robot_collision.ros.markers`);
 - serves ``~/check_collision`` (``robot_collision_interfaces/CheckCollision``);
-- subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE)
-  and, when ``moveit_msgs`` is importable, ``collision_object`` (``moveit_msgs/CollisionObject``)
+- subscribes ``~/world_objects`` and every topic of ``world_topics`` (by default every node's
+  ``~/world_objects``; ``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE), publishes
+  ``~/world_version`` (:class:`.world.WorldTopics`) and, when ``moveit_msgs`` is importable,
+  ``collision_object`` (``moveit_msgs/CollisionObject``)
   and ``planning_scene`` (``moveit_msgs/PlanningScene``, world objects; see :mod:`.moveit`);
 - the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
   (:mod:`robot_collision.ros.robot_loader`); world objects from ``world_file`` and the topics.
@@ -91,7 +93,14 @@ from .wiring import (
     start_up_settings,
     validate_collision_parameter,
 )
-from .world import WorldModel
+from .world import (
+    WORLD_PARAMETERS,
+    WORLD_TOPICS,
+    WorldModel,
+    WorldTopics,
+    validate_world_parameter,
+    world_qos,
+)
 
 __all__ = [
     "CollisionCheckerNode",
@@ -164,6 +173,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
+    **WORLD_PARAMETERS,
     **CLOUD_PARAMETERS,
     **LIMIT_PARAMETERS,
 }
@@ -186,6 +196,8 @@ class CheckerSettings:
     marker_rate: float = 10.0
     frame_id: str = ""
     world_file: str = ""
+    world_topics: tuple[str, ...] = WORLD_TOPICS
+    max_object_extent: float = 100.0
     # sensed obstacles (see robot_collision.ros.point_clouds)
     point_cloud_topics: tuple[str, ...] = ()
     camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
@@ -209,6 +221,8 @@ def _validate_one(name: str, value: Any) -> Any:
     """Validated value of one parameter (raises ConfigurationError with the reason)."""
     if name in COLLISION_KEYS:
         return validate_collision_parameter(name, value)
+    if name in WORLD_PARAMETERS:
+        return validate_world_parameter(name, value)
     if name in CLOUD_PARAMETERS:
         return validate_cloud_parameter(name, value)
     if name == "influence_distance":
@@ -325,11 +339,14 @@ class CollisionCheckerNode(Node):
             self, JointState, "joint_states", self._on_joint_state, qos, self._limits,
             self._on_rejected_joint_state, "JointState", callback_group=self._state_group,
             qos_overriding_options=overrides)
-        self._world_sub = CheckedSubscription(
-            self, WorldObjectMsg, "~/world_objects", self._on_world_object, qos, self._limits,
-            self._on_rejected_world, "WorldObject", callback_group=self._world_group)
+        # ~/world_objects and the shared world_topics (every node's), reliable, deep enough
+        # for bursts; ~/world_version reports the world's digest after each change
+        self.world.max_extent = self._settings.max_object_extent
+        self._world_topics = WorldTopics(
+            self, self.world, self._settings.world_topics, self._on_world_object, self._limits,
+            self._on_rejected_world, callback_group=self._world_group)
         self._moveit_subs = moveit.subscribe_world(
-            self, self.world, qos, self._limits, callback_group=self._world_group)
+            self, self.world, world_qos(), self._limits, callback_group=self._world_group)
         self._service = self.create_service(
             CheckCollision, "~/check_collision", self._on_check_collision,
             callback_group=self._service_group)

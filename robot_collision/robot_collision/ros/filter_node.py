@@ -30,8 +30,10 @@ namespace ``~/command`` is ``/velocity_filter/command``):
 - serves ``~/set_protection`` (``robot_collision_interfaces/SetProtection``): switch collision
   protection of a joint group off/on (joint limits always stay on). Groups are the SRDF's groups
   plus the ``protection_groups`` parameter.
-- subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE)
-  and, when ``moveit_msgs`` is importable, ``collision_object`` and ``planning_scene`` (MoveIt's
+- subscribes ``~/world_objects`` and every topic of ``world_topics`` (by default every node's
+  ``~/world_objects``; ``robot_collision_interfaces/WorldObject``: ADD/REMOVE/MOVE), publishes
+  ``~/world_version`` (:class:`.world.WorldTopics`) and, when ``moveit_msgs`` is importable,
+  ``collision_object`` and ``planning_scene`` (MoveIt's
   world topics, :mod:`.moveit`); world objects also come from ``world_file``. The robot comes
   from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
   (:mod:`robot_collision.ros.robot_loader`).
@@ -162,7 +164,7 @@ from .point_clouds import (
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
 from .wiring import start_up_settings
-from .world import WorldModel
+from .world import WorldModel, WorldTopics, world_qos
 
 __all__ = [
     "VelocityFilterNode",
@@ -290,14 +292,14 @@ class VelocityFilterNode(Node):
             self, JointState, s.joint_states_topic, self._on_joint_state, latest, self._limits,
             self._on_rejected_joint_state, "JointState", with_info=with_info,
             callback_group=self._control_group, event_callbacks=sub_events)
-        self._world_sub = CheckedSubscription(
-            self, WorldObjectMsg, "~/world_objects", self._on_world_object,
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE), self._limits,
-            self._on_rejected_world_object, "WorldObject", callback_group=self._world_group,
-            event_callbacks=sub_events)
+        # ~/world_objects and the shared world_topics (every node's), reliable, deep enough
+        # for bursts; ~/world_version reports the world's digest after each change
+        self.world.max_extent = s.max_object_extent
+        self._world_topics = WorldTopics(
+            self, self.world, s.world_topics, self._on_world_object, self._limits,
+            self._on_rejected_world_object, callback_group=self._world_group)
         self._moveit_subs = moveit.subscribe_world(
-            self, self.world, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
-            self._limits, callback_group=self._world_group)
+            self, self.world, world_qos(), self._limits, callback_group=self._world_group)
         self._service = self.create_service(
             SetProtection, "~/set_protection", self._on_set_protection,
             callback_group=self._service_group)

@@ -14,6 +14,7 @@ from ..errors import ConfigurationError
 from .intake import LIMIT_PARAMETERS, validate_limit_parameter
 from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
 from .wiring import apply_parameter_values
+from .world import WORLD_PARAMETERS, WORLD_TOPICS, validate_world_parameter
 
 __all__ = [
     "PARAMETERS",
@@ -125,6 +126,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
+    **WORLD_PARAMETERS,
     **CLOUD_PARAMETERS,
     "cloud_timeout_action": (
         "stop",
@@ -136,7 +138,8 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
     **LIMIT_PARAMETERS,
 }
 
-READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic")
+READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic", "world_topics",
+             "max_object_extent")
 _OPTION_NAMES = (
     "influence_distance_self", "safety_distance_self", "influence_distance_env",
     "safety_distance_env", "gain", "recovery_speed", "discrete_margin", "joint_limit_margin",
@@ -175,6 +178,8 @@ class FilterNodeSettings:
     weights: tuple[float, ...] = ()
     protection_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     world_file: str = ""
+    world_topics: tuple[str, ...] = WORLD_TOPICS
+    max_object_extent: float = 100.0
     # sensed obstacles (see robot_collision.ros.point_clouds)
     point_cloud_topics: tuple[str, ...] = ()
     camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
@@ -284,6 +289,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return groups
     if name == "world_file":
         return str(value).strip()
+    if name in WORLD_PARAMETERS:
+        return validate_world_parameter(name, value)
     if name in CLOUD_PARAMETERS:
         return validate_cloud_parameter(name, value)
     if name == "cloud_timeout_action":

@@ -9,10 +9,11 @@ and publishes the points.
 Interface:
 
 - publishes ``topic`` (default ``~/points``, ``sensor_msgs/PointCloud2``, FLOAT32 x, y, z,
-  organised ``height`` x ``width`` with NaN for pixels without a return (``is_dense`` false, as
-  depth cameras publish), reliable) at ``rate`` Hz, in the camera's optical frame ``frame_id`` (z forward, x
-  right, y down), stamped with the node clock; set the consumers' ``camera_poses`` to the same
-  pose (or publish the camera's TF) so that they can place the cloud in the base frame.
+  organised ``height`` x ``width`` with NaN for pixels without a return (``is_dense``
+  false, as depth cameras publish), reliable) at ``rate`` Hz, in the camera's optical
+  frame ``frame_id`` (z forward, x right, y down), stamped with the node clock; set the
+  consumers' ``camera_poses`` to the same pose (or publish the camera's TF) so that they can
+  place the cloud in the base frame.
 - subscribes ``~/world_objects`` (``robot_collision_interfaces/WorldObject``: ADD / REMOVE /
   MOVE) to change what it sees at run time.
 

@@ -24,8 +24,8 @@ namespace the action is ``/planner/plan_motion``):
   can be imported (a ROS install with MoveIt); nothing otherwise (:mod:`.moveit`).
 - world objects: ``world_file`` (the collision checker's YAML schema,
   :mod:`robot_collision.ros.world`) and the topics ``~/world_objects`` and every name in
-  ``world_topics`` (``robot_collision_interfaces/WorldObject``; by default also
-  ``collision_checker/world_objects``, so one message updates the checker and the planner), plus
+  ``world_topics`` (``robot_collision_interfaces/WorldObject``; by default every node's
+  ``~/world_objects``, so one message updates the checker, the filter and the planner), plus
   ``collision_object`` (``moveit_msgs/CollisionObject``) and ``planning_scene``
   (``moveit_msgs/PlanningScene``) when ``moveit_msgs`` is importable (:mod:`.moveit`).
 - the robot comes from ``robot_description`` / ``urdf_path`` / the ``robot_description`` topic
@@ -125,7 +125,6 @@ from ..planning.rrt import BiRRT, PlanResult, ProgressInfo
 from . import moveit
 from .conversions import ConversionError, JointStateMapper, trajectory_to_msg
 from .intake import (
-    CheckedSubscription,
     MessageLimits,
     MessageRejectedError,
     OnDemandSubscription,
@@ -160,7 +159,7 @@ from .point_clouds import (
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
 from .wiring import make_checker, start_up_settings
-from .world import WorldModel
+from .world import WorldModel, WorldTopics, world_qos
 
 __all__ = ["PlannerNode", "PARAMETERS", "main"]
 
@@ -224,20 +223,15 @@ class PlannerNode(Node):
         self._cloud_subs = CloudSubscriptions(self, self.clouds, self._limits, self._world_group,
                                               before=self.latest_joint_state)
         self._cloud_subs.sync()
-        self._world_subs = []
-        topics: list[str] = ["~/world_objects"]
-        for topic in self._settings.world_topics:
-            if topic not in topics:
-                topics.append(topic)
-        for topic in topics:
-            try:
-                self._world_subs.append(CheckedSubscription(
-                    self, WorldObjectMsg, topic, self._on_world_object, reliable, self._limits,
-                    self._on_rejected_world, "WorldObject", callback_group=self._world_group))
-            except Exception as exc:  # an invalid topic name must not stop the node
-                self.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
+        # ~/world_objects and the shared world_topics (every node's), reliable, deep enough
+        # for bursts; ~/world_version reports the world's digest after each change
+        self.world.max_extent = self._settings.max_object_extent
+        self._world_topics = WorldTopics(
+            self, self.world, self._settings.world_topics, self._on_world_object, self._limits,
+            self._on_rejected_world, callback_group=self._world_group)
+        self._world_subs: list[Any] = list(self._world_topics.subscriptions)
         self._world_subs += moveit.subscribe_world(
-            self, self.world, reliable, self._limits, callback_group=self._world_group)
+            self, self.world, world_qos(), self._limits, callback_group=self._world_group)
         self._action_server = ActionServer(
             self, PlanMotion, ACTION_NAME,
             execute_callback=self._execute,

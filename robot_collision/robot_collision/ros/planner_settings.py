@@ -13,6 +13,7 @@ from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT
 from .intake import LIMIT_PARAMETERS, validate_limit_parameter
 from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
 from .wiring import COLLISION_KEYS, apply_parameter_values, validate_collision_parameter
+from .world import WORLD_PARAMETERS, WORLD_TOPICS, validate_world_parameter
 
 __all__ = ["PARAMETERS", "READ_ONLY", "MAX_TIME_LIMIT", "PlannerSettings", "settings_from_values"]
 
@@ -125,12 +126,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "robot_collision.ros.world.",
         "",
     ),
-    "world_topics": (
-        ["collision_checker/world_objects"],
-        "WorldObject topics listened to besides ~/world_objects (read at start-up); the default "
-        "shares the collision checker's topic.",
-        "",
-    ),
+    **WORLD_PARAMETERS,
     # ---- goals, outputs
     "end_effector": (
         "tool",
@@ -181,7 +177,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
 MAX_TIME_LIMIT = 86400.0
 """Largest accepted goal ``time_limit`` (s)."""
 
-READ_ONLY = ("world_topics",)
+READ_ONLY = ("world_topics", "max_object_extent")
 
 
 # --------------------------------------------------------------------------- settings
@@ -211,7 +207,8 @@ class PlannerSettings:
     padding: float = 0.0
     pair_padding: tuple[tuple[str, str, float], ...] = ()
     world_file: str = ""
-    world_topics: tuple[str, ...] = ("collision_checker/world_objects",)
+    world_topics: tuple[str, ...] = WORLD_TOPICS
+    max_object_extent: float = 100.0
     end_effector: str = "tool"
     frame_id: str = ""
     stamp_trajectory: bool = False
@@ -301,12 +298,8 @@ def _validate_one(name: str, value: Any) -> Any:
         return method
     if name in ("world_file", "end_effector", "frame_id"):
         return str(value).strip()
-    if name == "world_topics":
-        if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
-            return ()
-        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-            raise ConfigurationError(f"world_topics must be a list of topic names, got {value!r}")
-        return tuple(v.strip() for v in value if v.strip())
+    if name in WORLD_PARAMETERS:
+        return validate_world_parameter(name, value)
     if name in COLLISION_KEYS:
         return validate_collision_parameter(name, value)
     if name in CLOUD_PARAMETERS:

@@ -631,7 +631,7 @@ class SensedClouds:
             C, Rc = merge_balls(C, Rc, s.cloud_resolution)
         objects = []
         n = 0
-        for k, radius, centres in radius_classes(C, Rc):
+        for _k, radius, centres in radius_classes(C, Rc):
             n += len(centres)
             cloud = PointCloud(centres, radius, None, grid_cells=LIVE_GRID_CELLS)
             cloud.index  # noqa: B018 - built here, off the control tick

@@ -35,6 +35,7 @@ be the bare list of objects. File paths may be absolute, relative to the world f
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -62,7 +63,13 @@ from .conversions import (
 )
 
 __all__ = [
+    "WORLD_PARAMETERS",
+    "WORLD_TOPICS",
     "WorldConfigError",
+    "WorldExtentError",
+    "WorldTopics",
+    "validate_world_parameter",
+    "world_qos",
     "WorldMeshError",
     "WorldEntry",
     "WorldModel",
@@ -79,6 +86,160 @@ _OBJECT_KEYS = {
 
 class WorldConfigError(ConfigurationError):
     """A world file or world update is invalid (the message names the object and the field)."""
+
+
+class WorldExtentError(WorldConfigError):
+    """A world object reaches farther from the robot base than ``max_object_extent`` (an
+    absurd size or position, e.g. a 1e300 m box: it would make every distance meaningless)."""
+
+
+WORLD_TOPICS = ("collision_checker/world_objects", "velocity_filter/world_objects",
+                "planner/world_objects")
+"""Default ``world_topics``: the ``~/world_objects`` topics of the three nodes, so that an
+update published on any of them reaches every node (one world, one set of topics)."""
+
+MAX_OBJECT_EXTENT = 100.0
+
+WORLD_QUEUE_DEPTH = 1000
+"""History depth of the world-object subscriptions (reliable, KEEP_LAST): a burst of this many
+updates is kept whole even when the node is busy (each update is small). The publisher's own
+history must keep them too until they are acknowledged (reliable, depth >= the burst, or
+KEEP_ALL)."""
+
+# name: (default, description, constraints) -- merged into each node's PARAMETERS
+WORLD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
+    "world_topics": (
+        list(WORLD_TOPICS),
+        "robot_collision_interfaces/WorldObject topics listened to besides ~/world_objects "
+        "(read at start-up). The default is the same for the checker, the filter and the "
+        "planner (every node's ~/world_objects), so an update on any of them reaches all.",
+        "topic names",
+    ),
+    "max_object_extent": (
+        MAX_OBJECT_EXTENT,
+        "World objects (from files and messages) must lie within this distance (m) of the "
+        "robot base: a shape reaching farther is refused with an error (read at start-up).",
+        "> 0",
+    ),
+}
+
+
+def validate_world_parameter(name: str, value: Any) -> Any:
+    """Validated value of one of :data:`WORLD_PARAMETERS` (raises ConfigurationError)."""
+    if name == "world_topics":
+        if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+            return ()
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise ConfigurationError(f"world_topics must be a list of topic names, got {value!r}")
+        return tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
+    if name == "max_object_extent":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(float(value)) and float(value) > 0):
+            raise ConfigurationError(f"max_object_extent must be a finite number > 0 m, got "
+                                     f"{value!r}")
+        return float(value)
+    raise ConfigurationError(f"unknown parameter {name!r}")
+
+
+def world_qos() -> Any:
+    """QoS of world-object subscriptions: reliable, KEEP_LAST :data:`WORLD_QUEUE_DEPTH`
+    (volatile: compatible with any publisher durability)."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=WORLD_QUEUE_DEPTH, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+class WorldTopics:
+    """A node's world-object inputs and its world report.
+
+    Subscribes ``~/world_objects`` and every topic of ``topics`` (the same topic once, by its
+    resolved name) with :func:`world_qos`, size-checked before deserializing
+    (:class:`~robot_collision.ros.intake.CheckedSubscription`), and publishes
+    ``~/world_version`` (``std_msgs/String``, reliable, transient local: a late subscriber gets
+    the current one) after every change: ``"digest=<16 hex> objects=<n> version=<k>"``, the
+    digest being :meth:`WorldModel.digest` (equal in every node holding the same world)."""
+
+    def __init__(self, node: Any, world: WorldModel, topics: Sequence[str], callback: Any,
+                 limits: Any, on_reject: Any, callback_group: Any = None) -> None:
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+
+        from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
+
+        from .intake import CheckedSubscription
+
+        self._node = node
+        self._world = world
+        self.subscriptions: list[Any] = []
+        seen: set[str] = set()
+        for topic in ["~/world_objects", *topics]:
+            try:
+                name = node.resolve_topic_name(topic)
+            except Exception:
+                name = topic
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                self.subscriptions.append(CheckedSubscription(
+                    node, WorldObjectMsg, topic, callback, world_qos(), limits, on_reject,
+                    "WorldObject", callback_group=callback_group))
+            except Exception as exc:  # an invalid topic name must not stop the node
+                node.get_logger().error(f"cannot subscribe world topic {topic!r}: {exc}")
+        self._pub = node.create_publisher(
+            String, "~/world_version",
+            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._published = -1
+        self._lock = threading.Lock()  # guards _pending only
+        self._publish_lock = threading.Lock()
+        self._pending: Optional[threading.Timer] = None
+        world.add_listener(self._on_change)
+        self.report()
+
+    REPORT_DELAY = 0.05
+    """s from a change to its report (a burst of updates is reported once)."""
+
+    def _on_change(self) -> None:
+        with self._lock:
+            if self._pending is not None:
+                return
+            self._pending = threading.Timer(self.REPORT_DELAY, self._report_pending)
+            self._pending.daemon = True
+            self._pending.start()
+
+    def _report_pending(self) -> None:
+        with self._lock:
+            self._pending = None
+        with contextlib.suppress(Exception):  # the node is shutting down
+            self.report()
+
+    def close(self) -> None:
+        self._world.remove_listener(self._on_change)
+        with self._lock:
+            if self._pending is not None:
+                self._pending.cancel()
+                self._pending = None
+
+    @property
+    def topic_names(self) -> list[str]:
+        return [s.topic_name for s in self.subscriptions]
+
+    def report(self) -> str:
+        """Publish the world's version if it changed since the last report; returns it."""
+        from std_msgs.msg import String
+
+        # the world's lock is taken (digest) without holding this object's locks: a change
+        # notifies _on_change with the world's lock held (lock order: world, then ours)
+        version = self._world.version
+        text = (f"digest={self._world.digest()} objects={len(self._world)} "
+                f"version={version}")
+        with self._publish_lock:
+            if version != self._published:
+                self._published = version
+                self._pub.publish(String(data=text))
+        return text
 
 
 class WorldMeshError(WorldConfigError, MeshError):
@@ -172,6 +333,11 @@ class WorldModel:
         self._cache: tuple[WorldObject, ...] = ()
         self._frames: frozenset[str] = frozenset(f for f in frame_ids if f)
         self._file_ids: list[str] = []  # objects added by the world file (use_file)
+        self.max_extent = MAX_OBJECT_EXTENT
+        """Every shape must lie within this distance (m) of the base origin
+        (:class:`WorldExtentError` otherwise)."""
+        self._digest: tuple[int, str] = (-1, "")
+        self._listeners: list[Any] = []
 
     # ------------------------------------------------------------------ queries
     @property
@@ -224,9 +390,60 @@ class WorldModel:
         """Core world objects (the same tuple until the world changes)."""
         return self.snapshot()[1]
 
+    def digest(self) -> str:
+        """16 hex digits identifying the world's content (ids, poses, shapes; not the order of
+        changes): two models holding the same objects have the same digest."""
+        import hashlib
+
+        with self._lock:
+            if self._digest[0] == self._version:
+                return self._digest[1]
+            h = hashlib.sha256()
+            for oid in sorted(self._entries):
+                e = self._entries[oid]
+                h.update(oid.encode() + b"\0")
+                h.update(np.ascontiguousarray(e.pose, dtype=np.float64).tobytes())
+                for shape, local in e.shapes:
+                    h.update(type(shape).__name__.encode())
+                    h.update(np.ascontiguousarray(shape.params(), dtype=np.float64).tobytes())
+                    if isinstance(shape, Mesh):
+                        h.update(np.ascontiguousarray(shape.vertices(),
+                                                      dtype=np.float64).tobytes())
+                    h.update(np.ascontiguousarray(local, dtype=np.float64).tobytes())
+            self._digest = (self._version, h.hexdigest()[:16])
+            return self._digest[1]
+
+    def _check_extent(self, entry: WorldEntry) -> None:
+        """Refuse an entry whose shapes reach farther than ``max_extent`` from the base."""
+        for k, (shape, local) in enumerate(entry.shapes):
+            T = entry.pose @ local
+            try:
+                r = float(shape.bounding_radius())
+            except (OverflowError, FloatingPointError, ValueError):  # 1e300 squared
+                r = math.inf
+            reach = float(np.linalg.norm(T[:3, 3])) + r
+            if not (math.isfinite(reach) and reach <= self.max_extent):
+                raise WorldExtentError(
+                    f"world object {entry.object_id!r} shape {k} ({type(shape).__name__}) "
+                    f"reaches {reach:.4g} m from the robot base, more than max_object_extent "
+                    f"{self.max_extent:g} m: check its size, units and position (or raise "
+                    "max_object_extent)")
+
     # ------------------------------------------------------------------ changes
+    def add_listener(self, fn: Any) -> None:
+        """Call ``fn()`` after every change (from the changing thread, world lock held: keep it
+        short)."""
+        with self._lock:
+            self._listeners = [*self._listeners, fn]
+
+    def remove_listener(self, fn: Any) -> None:
+        with self._lock:
+            self._listeners = [f for f in self._listeners if f is not fn]
+
     def _changed(self) -> None:
         self._version += 1
+        for fn in self._listeners:
+            fn()
 
     @staticmethod
     def _check_id(object_id: str) -> str:
@@ -273,6 +490,7 @@ class WorldModel:
         entry = WorldEntry(
             object_id, _as_pose(pose, f"{what} pose"), self._shape_list(shapes, what)
         )
+        self._check_extent(entry)
         with self._lock:
             self._check_size(object_id, entry)
             self._entries[object_id] = entry
@@ -299,6 +517,7 @@ class WorldModel:
                 entry = WorldEntry(object_id, _as_pose(pose, what), extra)
             else:
                 entry = WorldEntry(object_id, old.pose, old.shapes + extra)
+            self._check_extent(entry)
             self._check_size(object_id, entry)
             self._entries[object_id] = entry
             self._changed()
@@ -308,7 +527,9 @@ class WorldModel:
         T = _as_pose(pose, f"world object {object_id!r} pose")
         with self._lock:
             old = self.get(object_id)
-            self._entries[object_id] = WorldEntry(object_id, T, old.shapes)
+            entry = WorldEntry(object_id, T, old.shapes)
+            self._check_extent(entry)
+            self._entries[object_id] = entry
             self._changed()
 
     def remove(self, object_id: str) -> bool:
@@ -335,6 +556,8 @@ class WorldModel:
                 object_id, _as_pose(pose, f"{what} pose"), self._shape_list(shapes, what)
             )
         self._check_total(sum(len(e.shapes) for e in new.values()), "the new world")
+        for e in new.values():
+            self._check_extent(e)
         with self._lock:
             self._entries = new
             self._changed()
@@ -425,6 +648,8 @@ class WorldModel:
         added (and objects with the same ids); an empty path only removes them. Returns the ids
         loaded. All-or-nothing: a file that cannot be loaded changes nothing (and raises)."""
         loaded = load_world_file(path, self.limits) if str(path) else []
+        for e in loaded:
+            self._check_extent(e)
         with self._lock:
             entries = dict(self._entries)
             for oid in self._file_ids:

@@ -363,3 +363,47 @@ def test_three_gigabyte_mesh_via_world_file_and_urdf_is_a_mesh_error(tmp_path: P
             "</geometry></collision></link></robot>")
     with pytest.raises(MeshError, match=r"link 'a' collision #0.*3\.0 GiB.*max_mesh_bytes"):
         RobotModel.from_urdf(urdf)
+
+
+# ----------------------------------------------------------------------------- issue 19
+def test_absurd_extents_are_a_typed_error() -> None:
+    """A 1e300 m box, or a box 1 km away, is refused (WorldExtentError, naming the parameter)
+    by every way into the world; the world stays as it was."""
+    from robot_collision.ros.world import WorldExtentError
+
+    w = WorldModel()
+    w.add("ok", Box(0.2, 0.2, 0.2), _T(0.5))
+    v = w.version
+    with pytest.raises(WorldExtentError, match="max_object_extent"):
+        w.add("huge", Box(1e300, 1.0, 1.0))
+    with pytest.raises(WorldExtentError, match="max_object_extent"):
+        w.add("far", Sphere(0.1), _T(1000.0))
+    with pytest.raises(WorldExtentError):
+        w.move("ok", _T(500.0))
+    with pytest.raises(WorldExtentError):
+        w.append("ok", Box(0.1, 0.1, 0.1), _T(0.0))  # fine ...
+        w.append("ok", [(Sphere(0.1), _T(200.0))])  # ... this one is not
+    with pytest.raises(WorldExtentError):
+        w.apply(WorldUpdate(ADD, "huge2", [(Box(300.0, 1.0, 1.0), _T())]))
+    assert "huge" not in w and "far" not in w and "huge2" not in w
+    np.testing.assert_allclose(w.get("ok").pose, _T(0.5))
+    assert w.version >= v
+    w.max_extent = 1e4  # the parameter raised: accepted
+    w.add("far", Sphere(0.1), _T(1000.0))
+
+
+def test_world_digest_is_the_content() -> None:
+    """Two models holding the same objects (added in another order, with detours) have the same
+    digest; any difference in id, pose or size changes it."""
+    a, b = WorldModel(), WorldModel()
+    a.add("x", Box(0.1, 0.2, 0.3), _T(0.5))
+    a.add("y", Sphere(0.1), _T(0.0, 0.5))
+    b.add("y", Sphere(0.2), _T(0.0, 0.5))
+    b.add("z", Sphere(0.2))
+    b.add("x", Box(0.1, 0.2, 0.3), _T(0.5))
+    b.remove("z")
+    assert a.digest() != b.digest()
+    b.add("y", Sphere(0.1), _T(0.0, 0.5))
+    assert a.digest() == b.digest() and len(a.digest()) == 16
+    b.move("x", _T(0.5, 1e-9))
+    assert a.digest() != b.digest()
