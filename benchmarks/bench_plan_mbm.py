@@ -9,7 +9,11 @@ built for the problem's world (building it, i.e. flattening the scene, is ``setu
 time is excluded by a warm-up. A failed plan counts as the 1 s limit in the time statistics.
 
 Every returned path and every shortened path is re-checked independently: each edge resampled
-at ceil(32 * length) + 1 configurations and checked with ``CollisionChecker.is_valid_batch``.
+at ceil(32 * length) + 1 configurations and checked with ``CollisionChecker.is_valid_batch``
+(``invalid_paths``), and again at 2048 configurations per radian (``dense_invalid_paths``: a
+configuration in collision between the planner's samples). The planner runs with its default
+``edge_validation`` ("certified" since issue 23: edges proven free over the whole segment;
+``bench_certified`` compares it with "discrete" in one run).
 ``shortened`` reports ``BiRRT.shorten`` (100 iterations): its time and the length ratio.
 """
 
@@ -27,6 +31,7 @@ from robot_collision.planning.rrt import BiRRT, RRTOptions, path_length
 
 TIME_LIMIT = 1.0
 POINTS_PER_RADIAN = 32.0
+DENSE_PER_RADIAN = 2048.0
 SHORTEN_ITERATIONS = 100
 
 
@@ -67,6 +72,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     setup_ms: list[float] = []
     checks: list[int] = []
     n_valid = n_ok = invalid = short_invalid = skipped = 0
+    dense_invalid = dense_short_invalid = 0
     for name, plist in problems.items():
         chosen = plist[:5] if quick else plist
         ms_set: list[float] = []
@@ -94,11 +100,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             path = res.waypoints
             if not checker.is_valid_batch(dense(path), world).all():
                 inv_set += 1
+            if not checker.is_valid_batch(dense(path, DENSE_PER_RADIAN), world).all():
+                dense_invalid += 1
             t0 = time.perf_counter()
             short = planner.shorten(path, SHORTEN_ITERATIONS)
             sms_set.append((time.perf_counter() - t0) * 1e3)
             if not checker.is_valid_batch(dense(short), world).all():
                 sinv_set += 1
+            if not checker.is_valid_batch(dense(short, DENSE_PER_RADIAN), world).all():
+                dense_short_invalid += 1
             ratio_set.append(path_length(short) / max(path_length(path), 1e-12))
         n_set = len(ms_set)
         per_set[name] = {
@@ -126,6 +136,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "success_rate": round(n_ok / max(n_valid, 1), 4),
         **_stats(all_ms),
         "invalid_paths": invalid,
+        "dense_invalid_paths": dense_invalid,
+        "dense_invalid_shortened": dense_short_invalid,
+        "dense_per_radian": DENSE_PER_RADIAN,
         "setup_ms_median": round(float(np.median(setup_ms)), 3),
         "collision_checks_median": int(np.median(checks)) if checks else 0,
         "per_set": per_set,
@@ -141,5 +154,6 @@ def run(quick: bool = False) -> dict[str, Any]:
                     "validation_distance": options.validation_distance,
                     "dynamic_domain": options.dynamic_domain,
                     "balance_trees": options.balance_trees,
-                    "enable_connect_heuristic": options.enable_connect_heuristic},
+                    "enable_connect_heuristic": options.enable_connect_heuristic,
+                    "edge_validation": getattr(options, "edge_validation", "discrete")},
     }
