@@ -138,3 +138,41 @@ def test_config_has_a_section_per_launched_node() -> None:
     assert world.startswith("package://robot_collision/")
     rel = world[len("package://robot_collision/"):]
     assert (ROOT / rel).is_file()
+
+
+def _launch_functions(*names: str) -> dict[str, Any]:
+    """The named module-level functions of the launch file, executed without launch_ros, with
+    LaunchConfiguration(name).perform(context) reading ``context[name]``."""
+    tree = _tree()
+    body: list[ast.stmt] = [s for s in tree.body
+                            if isinstance(s, ast.FunctionDef) and s.name in names]
+    assert {s.name for s in body if isinstance(s, ast.FunctionDef)} == set(names)
+
+    class LaunchConfiguration:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def perform(self, context: dict[str, str]) -> str:
+            return context[self.name]
+
+    namespace: dict[str, Any] = {"Any": Any, "LaunchConfiguration": LaunchConfiguration}
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(LAUNCH), "exec"), namespace)
+    return namespace
+
+
+def test_launch_arguments_for_package_dirs_world_and_clouds() -> None:
+    """package_dirs, world_file and point_cloud_topics override the parameter file only when
+    given ('none' clears the world file and the clouds)."""
+    declared = {_const(c.args[0], {}) for c in _calls(_tree(), "DeclareLaunchArgument")}
+    assert {"package_dirs", "world_file", "point_cloud_topics"} <= declared
+    overrides = _launch_functions("_entries", "_overrides")["_overrides"]
+    empty = {"package_dirs": "", "world_file": "", "point_cloud_topics": ""}
+    assert overrides(empty) == ({}, {})
+    robot, world = overrides({
+        "package_dirs": "/home/me/ws/src,/opt/robots", "world_file": "/w.yaml",
+        "point_cloud_topics": "/cam1/points, /cam2/points"})
+    assert robot == {"package_dirs": ["/home/me/ws/src", "/opt/robots"]}
+    assert world == {"world_file": "/w.yaml", "point_cloud_topics": ["/cam1/points",
+                                                                      "/cam2/points"]}
+    _, world = overrides({**empty, "world_file": "none", "point_cloud_topics": "none"})
+    assert world == {"world_file": "", "point_cloud_topics": []}

@@ -41,6 +41,11 @@ _HIDDEN_SUFFIXES = (
     "/get_type_description",
 )
 _HIDDEN_TOPICS = ("/rosout", "/parameter_events")
+# Nodes that listen to tf2 where tf2_ros is installed (robot_collision.ros.point_clouds.
+# tf2_lookup: point cloud frames). Shown as "(tf2)" rows whether or not tf2 is installed here,
+# so that the reference is the same on every machine; checked against the node where it is.
+TF2_NODES = ("collision_checker", "velocity_filter", "planner")
+_TF2_SUBSCRIPTIONS = (("/tf", "tf2_msgs/msg/TFMessage"), ("/tf_static", "tf2_msgs/msg/TFMessage"))
 
 
 def _fmt_value(value: Any) -> str:
@@ -104,6 +109,27 @@ def _moveit_rows(
     return declared
 
 
+def _tf2_available() -> bool:
+    try:
+        import tf2_ros  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tf2_rows(name: str, subs: list[tuple[str, list[str]]]) -> list[tuple[str, str, str]]:
+    """The (tf2) rows of node ``name``; where tf2_ros is installed they must be what the node
+    subscribed to (a drift from :data:`TF2_NODES` raises RuntimeError)."""
+    declared = [("subscribes", n, t) for n, t in _TF2_SUBSCRIPTIONS] if name in TF2_NODES else []
+    if _tf2_available():
+        actual = [("subscribes", n, t[0]) for n, t in sorted(subs)
+                  if (n, t[0]) in _TF2_SUBSCRIPTIONS]
+        if actual != declared:
+            raise RuntimeError(f"{name}: tf2 subscriptions {actual} differ from TF2_NODES' "
+                               f"{declared} (robot_collision/ros/reference.py)")
+    return declared
+
+
 def node_reference(name: str, class_path: str, context: Any, executor: Any) -> dict[str, Any]:
     """Start one node and collect its interface."""
     import importlib
@@ -132,6 +158,7 @@ def node_reference(name: str, class_path: str, context: Any, executor: Any) -> d
         srvs = node.get_service_names_and_types_by_node(nname, fqn_ns)
         actions = _action_names(srvs)
         optional = _moveit_rows(cls, fqn_ns, nname, pubs, subs)
+        tf2 = _tf2_rows(nname, subs)
         params = []
         for pname in sorted(node.list_parameters([], 0).names):
             if pname in ("use_sim_time", "start_type_description_service") or pname.startswith(
@@ -153,8 +180,10 @@ def node_reference(name: str, class_path: str, context: Any, executor: Any) -> d
             "subscriptions": sorted(
                 (n, t[0]) for n, t in subs
                 if n not in _HIDDEN_TOPICS and "/_action/" not in n and not _is_moveit(t[0])
+                and (n, t[0]) not in _TF2_SUBSCRIPTIONS
             ),
             "moveit": optional,
+            "tf2": tf2,
             "services": sorted(
                 (n, t[0])
                 for n, t in srvs
@@ -175,7 +204,8 @@ def render_markdown(refs: list[dict[str, Any]]) -> str:
         "Generated from the nodes themselves by `python -m robot_collision.ros.reference "
         "--write` (each node started on the default robot; defaults shown are the code's, "
         "`config/robot_collision.yaml` overrides some of them). Interfaces marked (MoveIt) "
-        "exist when `moveit_msgs` is installed (see `robot_collision/ros/moveit.py`).",
+        "exist when `moveit_msgs` is installed (see `robot_collision/ros/moveit.py`), those "
+        "marked (tf2) when `tf2_ros` is (point cloud frames).",
     ]
     for ref in refs:
         lines += ["", f"### `{ref['name']}`", "", ref["doc"], ""]
@@ -188,6 +218,7 @@ def render_markdown(refs: list[dict[str, Any]]) -> str:
         ):
             rows += [f"| {kind} | `{n}` | `{t}` |" for n, t in ref[key]]
         rows += [f"| {kind} (MoveIt) | `{n}` | `{t}` |" for kind, n, t in ref["moveit"]]
+        rows += [f"| {kind} (tf2) | `{n}` | `{t}` |" for kind, n, t in ref.get("tf2", [])]
         if rows:
             lines += ["| interface | name | type |", "| --- | --- | --- |", *rows, ""]
         if ref["parameters"]:

@@ -23,6 +23,7 @@ description had dropped or defaulted (its load report) is logged as warnings.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -87,6 +88,31 @@ def build_robot_model(
     except Exception as exc:
         return model, f"{type(exc).__name__}: {exc}"
     return with_srdf, None
+
+
+_PYTHON_PACKAGE_DIRS = re.compile(r"package_dirs=\{'(?P<pkg>[^']+)'")
+
+
+def node_advice(text: str) -> str:
+    """An error of the core as a node's user needs it: the core's advice for a package:// URI
+    outside the ament index ends with how to pass the folder in Python (``package_dirs={'pkg':
+    ...}``) or the CLI; a node is configured with its ``package_dirs`` parameter (or the launch
+    argument). That advice is replaced by the node's."""
+    m = _PYTHON_PACKAGE_DIRS.search(text)
+    if m is None:
+        return text
+    pkg = m.group("pkg")
+    cut = text.rfind("pass ", 0, m.start())
+    if cut < 0:
+        cut = text.rfind("(", 0, m.start())
+    head = text[:cut].rstrip(" ;,(") if cut >= 0 else text[: m.start()]
+    return (
+        f"{head}; set the parameter package_dirs to the folder that contains the folder "
+        f"{pkg!r} (e.g. package_dirs: [\"/home/me/ws/src\"] in the parameter file, "
+        f"package_dirs:=/home/me/ws/src with robot_collision.launch.py, or "
+        f"ros2 param set <node> package_dirs \"['/home/me/ws/src']\" while it runs), or build "
+        f"and source the workspace that has {pkg!r}"
+    )
 
 
 class RobotLoader:
@@ -314,6 +340,9 @@ class RobotLoader:
             if self.model is not None:
                 self._stop_wait_reminder()
                 return
+            vals = self._values()
+            if str(vals["robot_description"]).strip() or str(vals["urdf_path"]).strip():
+                return  # it is set but did not load: the error was logged (and says the fix)
             where = f"publish it on {topic} or " if topic else ""
             self._node.get_logger().warning(
                 f"no robot model yet: {where}set the robot_description or urdf_path parameter"
@@ -342,7 +371,7 @@ class RobotLoader:
             )
         except RobotCollisionError as exc:
             keep = "keeping the previous model" if self.model is not None else "no robot model yet"
-            log.error(f"cannot load the robot from {source}: {exc} ({keep})")
+            log.error(f"cannot load the robot from {source}: {node_advice(str(exc))} ({keep})")
             if raise_errors:
                 raise
             return

@@ -90,3 +90,21 @@ def test_plain_value() -> None:
     assert plain_value(b"") == []
     assert plain_value(["a"]) == ["a"]
     assert plain_value(3.0) == 3.0
+
+
+def test_mesh_outside_the_ament_index_gets_parameter_advice() -> None:
+    """A node's error for a package:// mesh of a package outside the ament index names the
+    package_dirs parameter (file, launch argument, ros2 param set), not Python syntax."""
+    from robot_collision import MeshError, RobotModel
+    from robot_collision.ros.robot_loader import node_advice
+
+    urdf = ('<robot name="r"><link name="base"><collision><geometry><mesh '
+            'filename="package://no_such_pkg_xyz/meshes/a.stl"/></geometry></collision></link>'
+            '</robot>')
+    with pytest.raises(MeshError) as info:
+        RobotModel.from_urdf(urdf)
+    text = node_advice(str(info.value))
+    assert "package_dirs={" not in text
+    assert "package_dirs: [" in text and "package_dirs:=" in text and "ros2 param set" in text
+    assert "'no_such_pkg_xyz'" in text
+    assert node_advice("other error") == "other error"
