@@ -41,6 +41,7 @@ from .urdf import (
     PackageDirs,
     SRDFDescription,
     URDFDescription,
+    XacroArgs,
     XMLSource,
     parse_srdf,
     parse_urdf,
@@ -105,6 +106,7 @@ class RobotModel:
         warn: bool = True,
         mesh_mode: MeshMode = "hull",
         decomposition: Optional[DecompositionOptions] = None,
+        xacro_args: XacroArgs = None,
     ) -> RobotModel:
         """Load a URDF and an optional SRDF, each a file path, XML text or XML bytes.
 
@@ -116,15 +118,23 @@ class RobotModel:
         ``mesh_mode`` chooses how each link's meshes collide: ``"hull"`` (default, MATLAB
         semantics: the convex hull of each mesh) or ``"decomposition"`` (the convex parts of a
         CoACD decomposition with ``decomposition`` options, cached on disk; see
-        :mod:`robot_collision.geometry.decomposition`), for all links or per link name."""
+        :mod:`robot_collision.geometry.decomposition`), for all links or per link name.
+
+        A ``.xacro`` file (URDF or SRDF) is expanded with the ``xacro`` package and
+        ``xacro_args`` (``{name: value}``, the ``name:=value`` of the xacro command line);
+        without the package it is refused with a message saying how to expand it."""
         report = LoadReport(warn=warn)
-        desc = parse_urdf(path_or_xml, package_dirs=package_dirs, limits=limits, report=report)
+        desc = parse_urdf(
+            path_or_xml, package_dirs=package_dirs, limits=limits, report=report,
+            xacro_args=xacro_args,
+        )
         desc = _apply_mesh_mode(desc, mesh_mode, decomposition or DecompositionOptions())
         model = cls(desc)
         if srdf is not None:
             all_joints = [j.name for j in desc.joints] + list(desc.multi_dof)
             model.srdf = parse_srdf(
-                srdf, model.link_names, all_joints, report, limits, base_link=model.base_name
+                srdf, model.link_names, all_joints, report, limits, base_link=model.base_name,
+                xacro_args=xacro_args, package_dirs=package_dirs,
             )
             model.groups = model._expand_groups(model.srdf)
         return model

@@ -4,7 +4,9 @@ The parser uses lxml with entity expansion, DTD loading and network access disab
 that declares a DOCTYPE or entities is refused. Besides standard URDF geometry it accepts a
 non-standard ``<capsule radius="r" length="l"/>`` element inside ``<geometry>``.
 ``package://pkg/rel`` mesh URIs resolve through the ament index when available, else through
-``package_dirs`` (a mapping ``{pkg: dir}`` or a list of directories that contain ``pkg/``).
+``package_dirs`` (a mapping ``{pkg: dir}``, or a list of directories that contain ``pkg/`` or
+are ``pkg``, and ``"pkg=dir"`` entries). A package that is found but lacks the file is
+reported as such.
 Relative mesh paths resolve against the URDF file's directory (or ``package_dirs`` roots); as a
 last resort ``package://pkg/rel`` is also looked up as ``<urdf dir>/pkg/rel``.
 
@@ -29,11 +31,14 @@ above upper, a missing or unreadable mesh file.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,6 +62,9 @@ __all__ = [
     "read_xml_source",
     "XMLSource",
     "expand_multi_dof_joints",
+    "expand_xacro",
+    "is_xacro",
+    "XacroArgs",
     "PLANAR_VARIABLES",
     "FLOATING_VARIABLES",
 ]
@@ -183,6 +191,138 @@ def read_xml_source(
     return data, path
 
 
+XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+XacroArgs = Optional[Mapping[str, str]]
+"""``name:=value`` arguments of a xacro file, as ``{name: value}``."""
+_XACRO_LOCK = threading.Lock()  # xacro keeps its file and macro stacks in module globals
+
+
+def is_xacro(root: Any) -> bool:
+    """Whether the parsed document ``root`` is an unexpanded xacro file: an element or
+    attribute in the xacro namespace, or a ``$(...)`` / ``${...}`` substitution in an
+    attribute or text (decided on the parsed document, like the DOCTYPE check)."""
+    if any(uri == XACRO_NAMESPACE for uri in (root.nsmap or {}).values()):
+        return True
+    prefix = "{" + XACRO_NAMESPACE + "}"
+    for el in root.iter():
+        if isinstance(el.tag, str) and el.tag.startswith(prefix):
+            return True
+        for name, value in el.attrib.items():
+            if name.startswith(prefix) or "$(" in value or "${" in value:
+                return True
+        if el.text and ("$(" in el.text or "${" in el.text):
+            return True
+    return False
+
+
+def _xacro_how(what: str, path: Optional[Path]) -> str:
+    shown = str(path) if path is not None else f"robot.{what.lower()}.xacro"
+    return (
+        f"expand it first (xacro {shown} name:=value ... > robot.{what.lower()}), or give "
+        "the file path to robot_collision with the xacro package installed (pip install "
+        "xacro, or apt install ros-$ROS_DISTRO-xacro) and its arguments (Python: "
+        "xacro_args={'name': 'value'}; CLI: name:=value)"
+    )
+
+
+def expand_xacro(
+    path: Path,
+    what: str,
+    error: type[RobotCollisionError],
+    xacro_args: XacroArgs = None,
+    package_dirs: PackageDirs = None,
+    limits: Optional[LoadLimits] = None,
+) -> str:
+    """The xacro file ``path`` expanded with the ``xacro`` package (``$(arg name)`` from
+    ``xacro_args``; ``$(find pkg)`` from ``package_dirs``, else the ament index). Raises
+    ``error`` naming what to do when xacro is not installed or the expansion fails, or when
+    the result exceeds the document cap."""
+    lim = limits_or_default(limits)
+    try:
+        import xacro  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        from xacro import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
+            substitution_args,
+        )
+    except ImportError:
+        raise error(
+            f"{what} {str(path)!r} is an unexpanded xacro file and the xacro package is not "
+            "installed; " + _xacro_how(what, path)
+        ) from None
+    named, roots = _package_roots(package_dirs)
+    original = substitution_args._eval_find
+
+    def find(pkg: str) -> str:  # absolute: xacro joins relative paths to the including file
+        if pkg in named:
+            return str(named[pkg].resolve())
+        for root in roots:
+            if (root / pkg).is_dir():
+                return str((root / pkg).resolve())
+            if root.name == pkg:
+                return str(root.resolve())
+        try:
+            return str(original(pkg))
+        except Exception as exc:  # no ament index, or the package is not in it
+            raise error(
+                f"{what} {str(path)!r}: xacro $(find {pkg}) failed ({type(exc).__name__}: "
+                f"{exc}); pass the package's folder (package_dirs={{'{pkg}': '/path'}}, CLI "
+                f"--package-dir {pkg}=/path)"
+            ) from None
+
+    mappings = {str(k): str(v) for k, v in (xacro_args or {}).items()}
+    with _XACRO_LOCK:
+        substitution_args._eval_find = find
+        substitution_args._eval_dict["find"] = find
+        try:
+            text = str(xacro.process_file(str(path.resolve()), mappings=mappings).toxml())
+        except RobotCollisionError:
+            raise
+        except Exception as exc:  # XacroException, SubstitutionException, expat errors, ...
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            hint = ""
+            if "substitution arg" in message.lower() or "undefined" in message.lower():
+                hint = " (give the missing argument as name:=value; Python: xacro_args=...)"
+            raise error(
+                f"{what} {str(path)!r}: xacro expansion failed: {message[:500]}{hint}"
+            ) from None
+        finally:
+            substitution_args._eval_find = original
+            substitution_args._eval_dict["find"] = original
+    cap_name = "max_urdf_bytes" if what == "URDF" else "max_srdf_bytes"
+    if len(text) > int(getattr(lim, cap_name)):
+        raise error(lim.exceeded(
+            cap_name, f"{what} {str(path)!r} expanded by xacro", len(text), "bytes"))
+    return text
+
+
+def _parse_document(
+    source: XMLSource,
+    what: str,
+    error: type[RobotCollisionError],
+    max_name: str,
+    limits: Optional[LoadLimits],
+    xacro_args: XacroArgs,
+    package_dirs: PackageDirs,
+) -> tuple[Any, Optional[Path]]:
+    """Root element of a URDF/SRDF source, xacro expanded when the document is xacro."""
+    data, path = read_xml_source(source, what, error, max_name, limits)
+    root = parse_xml(data, what, error)
+    if is_xacro(root):
+        if path is None:
+            raise error(
+                f"the {what} text is an unexpanded xacro document (xacro namespace or $(...) / "
+                "${...} substitutions); robot_collision expands xacro only from a file path: "
+                + _xacro_how(what, None)
+            )
+        text = expand_xacro(path, what, error, xacro_args, package_dirs, limits)
+        root = parse_xml(text, f"{what} {str(path)!r} expanded by xacro", error)
+        if is_xacro(root):
+            raise error(
+                f"{what} {str(path)!r} still has xacro content after expansion (a $(...) or "
+                "${...} left in a value); check the file"
+            )
+    return root, path
+
+
 def _floats(
     text: Optional[str], count: int, what: str, default: Optional[list[float]] = None
 ) -> list[float]:
@@ -224,6 +364,9 @@ def _origin(el: object, what: str) -> NDArray[np.float64]:
     return pose_from_xyz_rpy(xyz, rpy)
 
 
+_PACKAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
 def _package_roots(package_dirs: PackageDirs) -> tuple[dict[str, Path], list[Path]]:
     named: dict[str, Path] = {}
     roots: list[Path] = []
@@ -234,7 +377,15 @@ def _package_roots(package_dirs: PackageDirs) -> tuple[dict[str, Path], list[Pat
     elif isinstance(package_dirs, (str, os.PathLike)):
         roots = [Path(package_dirs)]
     else:
-        roots = [Path(p) for p in package_dirs]
+        for entry in package_dirs:
+            text = os.fspath(entry)
+            name, sep, folder = text.partition("=")
+            # "NAME=PATH": the folder of package NAME (a checkout named differently), unless
+            # the whole entry is an existing folder whose name happens to contain "="
+            if sep and _PACKAGE_NAME.fullmatch(name) and not os.path.isdir(text):
+                named.setdefault(name, Path(os.path.expanduser(folder)))
+            else:
+                roots.append(Path(text))
     return named, roots
 
 
@@ -245,29 +396,40 @@ def resolve_uri(uri: str, base_dir: Optional[Path], package_dirs: PackageDirs) -
         # "package:///pkg/rel" (an extra slash, written by some exporters) means "package://pkg/rel"
         rest = uri[len("package://") :].lstrip("/")
         pkg, _, rel = rest.partition("/")
+        found: list[tuple[Path, str]] = []  # (package folder, how it was found)
         if pkg in named:
-            return named[pkg] / rel
+            found.append((named[pkg], "package_dirs"))
         for root in roots + ([base_dir] if base_dir is not None else []):
-            cand = root / pkg / rel
-            if cand.exists():
-                return cand
+            if (root / pkg).is_dir():
+                found.append((root / pkg, "package_dirs" if root in roots else "URDF folder"))
             if root.name == pkg:
-                return root / rel
+                found.append((root, "package_dirs" if root in roots else "URDF folder"))
         try:
             from ament_index_python.packages import (  # type: ignore[import-not-found,unused-ignore]
                 PackageNotFoundError,
                 get_package_share_directory,
             )
 
-            try:
-                return Path(get_package_share_directory(pkg)) / rel
-            except (PackageNotFoundError, LookupError, ValueError, OSError):
-                pass  # not installed, or no ament index on this machine
+            # not installed, or no ament index on this machine: not found there
+            with contextlib.suppress(PackageNotFoundError, LookupError, ValueError, OSError):
+                found.append((Path(get_package_share_directory(pkg)), "the ament index"))
         except ImportError:
             pass
+        for folder, _how in found:
+            if (folder / rel).exists():
+                return folder / rel
+        if found:
+            folder, how = found[0]
+            others = "".join(f", {f} ({h})" for f, h in found[1:])
+            raise MeshError(
+                f"cannot resolve {uri!r}: package {pkg!r} was found at {str(folder)!r} (from "
+                f"{how}{others}) but it has no file {rel!r} (looked for "
+                f"{str(folder / rel)!r}); fix the path in the URDF or restore the file"
+            )
         raise MeshError(
-            f"cannot resolve {uri!r}: package {pkg!r} is not in the ament index; "
-            "pass package_dirs={'%s': '/path/to/%s'}" % (pkg, pkg)
+            f"cannot resolve {uri!r}: package {pkg!r} is neither in the ament index nor in "
+            f"package_dirs; pass its folder (Python: package_dirs={{'{pkg}': '/path/to/{pkg}'}}; "
+            f"CLI: --package-dir {pkg}=/path/to/{pkg}; nodes: parameter package_dirs)"
         )
     if uri.startswith("file://"):
         from urllib.parse import unquote
@@ -467,17 +629,22 @@ def parse_urdf(
     package_dirs: PackageDirs = None,
     limits: Optional[LoadLimits] = None,
     report: Optional[LoadReport] = None,
+    xacro_args: XacroArgs = None,
 ) -> URDFDescription:
     """Parse a URDF (file path, XML text or bytes). Raises :class:`URDFError` with a fix-it
     message.
 
     ``limits``: caps and defaults (:class:`~robot_collision.load_limits.LoadLimits`, defaults
     when None); ``report``: collects what was changed or dropped (a new one, issuing
-    warnings, when None); it is returned as the description's ``report``."""
+    warnings, when None); it is returned as the description's ``report``. An unexpanded xacro
+    file (xacro namespace or ``$(...)``/``${...}``) is expanded with the ``xacro`` package and
+    ``xacro_args`` (or refused with a message saying how, when xacro is not installed or the
+    source is text)."""
     lim = limits_or_default(limits)
     rep = LoadReport() if report is None else report
-    data, path = read_xml_source(source, "URDF", URDFError, "max_urdf_bytes", lim)
-    root = parse_xml(data, "URDF", URDFError)
+    root, path = _parse_document(
+        source, "URDF", URDFError, "max_urdf_bytes", lim, xacro_args, package_dirs
+    )
     if root.tag != "robot":
         raise URDFError(f"URDF root element must be <robot>, got <{root.tag}>")
     for tag, cap in (("link", "max_links"), ("joint", "max_joints")):
@@ -601,6 +768,8 @@ def parse_srdf(
     report: Optional[LoadReport] = None,
     limits: Optional[LoadLimits] = None,
     base_link: Optional[str] = None,
+    xacro_args: XacroArgs = None,
+    package_dirs: PackageDirs = None,
 ) -> SRDFDescription:
     """Parse an SRDF path or XML string against the URDF's ``link_names`` (and ``joint_names``,
     all joints, when given). A ``disable_collisions`` or ``group_state`` entry naming a link or
@@ -608,8 +777,9 @@ def parse_srdf(
     malformed XML or an entry without its required names raises :class:`SRDFError`. Group
     members are checked when the model expands the groups."""
     rep = LoadReport() if report is None else report
-    data, _ = read_xml_source(source, "SRDF", SRDFError, "max_srdf_bytes", limits)
-    root = parse_xml(data, "SRDF", SRDFError)
+    root, _ = _parse_document(
+        source, "SRDF", SRDFError, "max_srdf_bytes", limits, xacro_args, package_dirs
+    )
     if root.tag != "robot":
         raise SRDFError(f"SRDF root element must be <robot>, got <{root.tag}>")
     known = set(link_names)

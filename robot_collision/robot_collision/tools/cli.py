@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text, arguments, handler in _SUBCOMMANDS:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # help= is %-formatted by argparse, description= is printed as written
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         for names, kwargs in arguments:
             p.add_argument(*names, **kwargs)
         p.set_defaults(handler=handler)
@@ -74,20 +75,51 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 # --------------------------------------------------------------------------- check-model
 _PACKAGE_DIR_HELP = (
-    "folder that contains ROS packages (or a package), to resolve package:// mesh URIs without "
-    "the ament index; repeatable"
+    "NAME=PATH (the folder of package NAME, e.g. a source checkout named differently), or a "
+    "folder that contains ROS packages (or is one), to resolve package:// URIs and xacro "
+    "$(find NAME) without the ament index; repeatable"
 )
+_XACRO_ARGS_HELP = "xacro arguments of a .xacro URDF/SRDF (as for the xacro command)"
+
+
+def _package_dirs(entries: Sequence[str]) -> Optional[list[str]]:
+    """``--package-dir`` values as ``package_dirs`` (``NAME=PATH`` entries are understood by
+    ``robot_collision.model.urdf.resolve_uri``), None when there are none."""
+    import os
+
+    return [os.path.expanduser(e) for e in entries] or None
+
+
+def _xacro_args(values: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition(":=")
+        if not sep or not name:
+            raise SystemExit(f"error: {value!r} is not a xacro argument NAME:=VALUE")
+        out[name] = text
+    return out
+
+
+def _stage(message: str, quiet: bool = False) -> None:
+    """A progress line on stderr (stdout stays the report)."""
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
 
 
 @subcommand(
     "check-model",
     "Load a URDF (and SRDF) and report what was loaded, what was dropped and why, and the "
     "self-colliding pairs at the home configuration.",
-    arg("urdf", help="URDF file"),
+    arg("urdf", help="URDF file (or .xacro)"),
+    arg("xacro_args", nargs="*", metavar="NAME:=VALUE", help=_XACRO_ARGS_HELP),
     arg("--srdf", help="SRDF file (disabled collision pairs, groups, named states)"),
-    arg("--package-dir", action="append", default=[], metavar="DIR", help=_PACKAGE_DIR_HELP),
+    arg("--package-dir", action="append", default=[], metavar="NAME=PATH|DIR",
+        help=_PACKAGE_DIR_HELP),
+    arg("-q", "--quiet", action="store_true", help="no progress lines on stderr"),
 )
 def check_model(args: argparse.Namespace) -> int:
+    import time
+
     import numpy as np
 
     from ..collision.checker import CollisionChecker
@@ -95,13 +127,17 @@ def check_model(args: argparse.Namespace) -> int:
     from ..geometry.shapes import Shape
     from ..model.robot_model import RobotModel
 
+    t0 = time.perf_counter()
+    _stage(f"loading {args.urdf} (meshes are read and their hulls computed) ...", args.quiet)
     try:
         robot = RobotModel.from_urdf(
-            args.urdf, srdf=args.srdf, package_dirs=args.package_dir or None, warn=False
+            args.urdf, srdf=args.srdf, package_dirs=_package_dirs(args.package_dir),
+            warn=False, xacro_args=_xacro_args(args.xacro_args),
         )
     except RobotCollisionError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    _stage(f"loaded in {time.perf_counter() - t0:.1f} s", args.quiet)
     report = robot.load_report
     out: list[str] = [f"robot {robot.name!r} from {args.urdf}"]
 
@@ -144,6 +180,16 @@ def check_model(args: argparse.Namespace) -> int:
             f"  SRDF {args.srdf}: {len(robot.srdf.disabled_pairs)} disabled pairs, "
             f"{len(robot.groups)} groups, {states} named states"
         )
+        for vname, vtype, parent, child in robot.srdf.virtual_joints:
+            out.append(
+                f"  SRDF virtual_joint {vname!r} ({vtype}) attaches {child!r} to frame "
+                f"{parent!r}: not a configuration variable here (the model's root is fixed; "
+                "give the URDF a planar/floating joint to move the base)"
+            )
+    if robot.multi_dof_joints:
+        out.append("  planar/floating joints (expanded into virtual joints, see the limits):")
+        for jname, (jtype, variables) in robot.multi_dof_joints.items():
+            out.append(f"    {jname} ({jtype}): {', '.join(variables)}")
 
     # ---- what was dropped or defaulted
     out.append(f"dropped or defaulted: {len(report.notes) or 'nothing'}")
@@ -151,14 +197,25 @@ def check_model(args: argparse.Namespace) -> int:
         out.append(f"  [{note.action}] {note}")
 
     # ---- self-collisions at home
+    from .warmup import kernel_cache_stats
+
+    t1 = time.perf_counter()
+    _stage("checking the home configuration (compiled kernels: loaded from the cache, or "
+           "compiled on a cold cache, which takes minutes; see "
+           "python -m robot_collision.tools.warmup) ...", args.quiet)
+    before = kernel_cache_stats()
     checker = CollisionChecker(robot)
     q = robot.home_configuration()
     res = checker.check(q, exhaustive=True)
+    stats = kernel_cache_stats().since(before)
+    _stage(f"checked in {time.perf_counter() - t1:.1f} s ({stats.loaded} kernels loaded from "
+           f"the cache, {stats.compiled} compiled)", args.quiet)
     rows = {n: i for i, n in enumerate(res.row_names)}
     cols = {n: i for i, n in enumerate(res.column_names)}
     pairs = res.colliding_pairs
     with np.printoptions(precision=4, suppress=True):
-        shown = str(q) if len(q) <= 8 else f"(zeros clipped into the limits, {len(q)} joints)"
+        shown = str(q) if len(q) <= 8 else (
+            f"(each joint 0, or its range's middle when 0 is outside, {len(q)} joints)")
         out.append(f"self-colliding pairs at home q = {shown}: {len(pairs) or 'none'}")
     for a, b in pairs:
         depth = -float(res.signed[rows[a], cols[b]])
@@ -203,14 +260,16 @@ class _ProgressBar:
 @subcommand(
     "generate-srdf",
     "Sample configurations and write an SRDF whose disable_collisions name the link pairs "
-    "that are Adjacent, collide at the home pose (Default), collide in >= 95%% of the samples "
+    "that are Adjacent, collide at the home pose (Default), collide in >= 95% of the samples "
     "(Always) or in none (Never), as MoveIt Setup Assistant does.",
-    arg("urdf", help="URDF file"),
+    arg("urdf", help="URDF file (or .xacro)"),
+    arg("xacro_args", nargs="*", metavar="NAME:=VALUE", help=_XACRO_ARGS_HELP),
     arg("-o", "--output", required=True, help="SRDF file to write"),
     arg("--samples", type=int, default=100_000, help="random configurations (default 100000)"),
     arg("--seed", type=int, default=0, help="sampler seed (default 0)"),
     arg("--srdf", help="existing SRDF to merge the new entries into (its content is kept)"),
-    arg("--package-dir", action="append", default=[], metavar="DIR", help=_PACKAGE_DIR_HELP),
+    arg("--package-dir", action="append", default=[], metavar="NAME=PATH|DIR",
+        help=_PACKAGE_DIR_HELP),
     arg("-q", "--quiet", action="store_true", help="no progress bar"),
 )
 def generate_srdf(args: argparse.Namespace) -> int:
@@ -220,7 +279,10 @@ def generate_srdf(args: argparse.Namespace) -> int:
     from ..model.srdf_writer import srdf_with_disabled_pairs
 
     try:
-        robot = RobotModel.from_urdf(args.urdf, package_dirs=args.package_dir or None)
+        robot = RobotModel.from_urdf(
+            args.urdf, package_dirs=_package_dirs(args.package_dir),
+            xacro_args=_xacro_args(args.xacro_args),
+        )
         options = SRDFGenerationOptions(samples=args.samples, seed=args.seed)
         progress = None if args.quiet else _ProgressBar("sampling")
         result = generate_disabled_pairs(robot, options, progress)

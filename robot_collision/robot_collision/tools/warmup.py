@@ -30,6 +30,66 @@ _SPHERE_ROBOT = """<robot name="spheres">
 </robot>"""
 
 
+def _mesh_robot() -> Any:
+    """A robot whose links carry every shape kind, meshes both small (plain vertex arrays)
+    and large (hulls above SUPPORT_BLOCK_MIN_VERTICES: support blocks), as real mesh robots
+    do: the default robot (capsules and boxes) never reaches those kernel paths, and the first
+    check of a mesh robot compiled them for minutes (issue 21)."""
+    from .. import Box, Capsule, Cylinder, Mesh, RobotModel, Sphere
+    from ..geometry.transforms import make_pose
+
+    links = "".join(f'<link name="l{i}"/>' for i in range(5))
+    joints = "".join(
+        f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/>'
+        f'<origin xyz="0 0 0.15"/><axis xyz="{"0 1 0" if i % 2 else "0 0 1"}"/>'
+        '<limit lower="-2" upper="2" effort="1" velocity="1"/></joint>'
+        for i in range(1, 5)
+    )
+    robot = RobotModel.from_urdf(f'<robot name="meshes">{links}{joints}</robot>')
+    rng = np.random.default_rng(0)
+    ball = rng.normal(size=(200, 3))
+    ball = 0.06 * ball / np.linalg.norm(ball, axis=1, keepdims=True)
+    cube = 0.05 * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+    up = make_pose(np.eye(3), [0.0, 0.0, 0.07])
+    robot.add_collision("l0", Mesh(ball * 2))
+    robot.add_collision("l1", Mesh(cube), up)
+    robot.add_collision("l1", Sphere(0.04))
+    robot.add_collision("l2", Mesh(ball), up)
+    robot.add_collision("l2", Capsule(0.03, 0.1))
+    robot.add_collision("l3", Box(0.06, 0.06, 0.12), up)
+    robot.add_collision("l3", Mesh(ball * 0.8))
+    robot.add_collision("l4", Cylinder(0.03, 0.1), up)
+    robot.add_collision("l4", Mesh(cube * 0.8))
+    return robot
+
+
+def _warm_mesh_robot(parts: Sequence[str], world: list[Any]) -> None:
+    """What ``check-model``, ``generate-srdf`` and a node do first with a mesh robot, with and
+    without world objects."""
+    from .. import CollisionChecker
+    from ..collision.checker import PARALLEL_BATCH_MIN
+
+    robot = _mesh_robot()
+    checker = CollisionChecker(robot)
+    rng = np.random.default_rng(1)
+    Q = np.array([robot.random_configuration(rng) for _ in range(PARALLEL_BATCH_MIN)])
+    q0 = robot.home_configuration()
+    for w in ([], world):
+        if "collision" in parts:
+            checker.check(q0, w, exhaustive=True)
+            checker.check(Q[0], w, exhaustive=False)
+            checker.clearance(Q[1], w, influence_distance=0.2)
+        if "planning" in parts:
+            checker.is_valid(q0, w)
+            checker.is_valid_batch(Q, w)
+            checker.is_valid_batch(Q[:8], w)
+            checker.is_motion_valid(q0, Q[0], w)
+    if "collision" in parts:
+        from ..collision.srdf_generation import SRDFGenerationOptions, generate_disabled_pairs
+
+        generate_disabled_pairs(robot, SRDFGenerationOptions(samples=64, batch_size=32))
+
+
 @dataclass(frozen=True)
 class KernelCacheStats:
     """Counts over every numba-compiled function of the loaded ``robot_collision`` modules:
@@ -109,7 +169,9 @@ def _scene() -> tuple[Any, list[Any]]:
 
 def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
     """Run every compiled path of ``parts`` (see :data:`WARM_UP_PARTS`) once on the default
-    robot with one object of each shape kind. Returns the time taken (s)."""
+    robot with one object of each shape kind, and on a robot whose links carry every shape
+    kind (small and large meshes included), with and without world objects. Returns the time
+    taken (s)."""
     from .. import CollisionChecker
     from ..collision.checker import PARALLEL_BATCH_MIN
 
@@ -161,6 +223,7 @@ def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
         robot_filter(robot, world[-1].shape.points + 0.3, q0, 0.02)
         filt = VelocityFilter(checker, world=world)
         filt.filter(q0, np.full(robot.num_joints, 0.1), 0.002)
+    _warm_mesh_robot(parts, world)
     return time.perf_counter() - t0
 
 

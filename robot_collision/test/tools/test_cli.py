@@ -99,3 +99,57 @@ def test_runs_as_a_module(toy: tuple[Path, Path]) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "self-colliding pairs at home" in proc.stdout
+
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_checkout"
+
+
+def test_check_model_expands_xacro_with_package_dir_name_path(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21 items 2, 3 and 8: NAME:=VALUE xacro arguments, --package-dir NAME=PATH for a
+    checkout whose folder is not named like the package, progress lines on stderr."""
+    pytest.importorskip("xacro")
+    urdf = DEMO / "urdf" / "demo.urdf.xacro"
+    srdf = DEMO / "srdf" / "demo.srdf.xacro"
+    rc = main(["check-model", str(urdf), "arm_length:=0.4", "base_type:=planar",
+               "--srdf", str(srdf), "--package-dir", f"demo_description={DEMO}"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "links: 6 (base 'world')" in captured.out  # 4 links + 2 virtual ones
+    assert "base_joint (planar): base_joint/x, base_joint/y, base_joint/theta" in captured.out
+    assert "virtual_joint 'odom' (planar)" in captured.out
+    assert "block.stl" in captured.out
+    assert "loading " in captured.err and "loaded in" in captured.err
+    assert "checked in" in captured.err and "kernels loaded from the cache" in captured.err
+    # missing argument: exit 1 with the argument's name
+    assert main(["check-model", str(urdf), "--package-dir", f"demo_description={DEMO}",
+                 "-q"]) == 1
+    assert "arm_length" in capsys.readouterr().err
+
+
+def test_xacro_document_never_loads_as_garbage(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "r.urdf").write_text('<robot name="$(arg name)"><link name="$(arg name)"/></robot>')
+    import sys as _sys
+
+    saved = _sys.modules.get("xacro")
+    _sys.modules["xacro"] = None  # type: ignore[assignment]
+    try:
+        assert main(["check-model", str(tmp_path / "r.urdf"), "-q"]) == 1
+    finally:
+        if saved is None:
+            del _sys.modules["xacro"]
+        else:
+            _sys.modules["xacro"] = saved
+    assert "unexpanded xacro" in capsys.readouterr().err
+
+
+def test_help_texts_print_single_percent_signs() -> None:
+    """Issue 21 item 10: 'generate-srdf --help' printed '95%%'."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "robot_collision.tools.cli", "generate-srdf", "--help"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "95 %" not in proc.stdout
+    assert ">= 95%" in proc.stdout and "%%" not in proc.stdout
+    assert "%%" not in build_parser().format_help()
