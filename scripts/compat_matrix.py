@@ -116,10 +116,17 @@ def run(cmd: list[str], log: Path, **kw: Any) -> subprocess.CompletedProcess[str
     return proc
 
 
-def copy_repository(dest: Path) -> None:
-    """Tracked and untracked-not-ignored files of the repository (as the real-ROS tier does)."""
+def copy_repository(dest: Path, ref: str = "") -> None:
+    """Tracked and untracked-not-ignored files of the repository (as the real-ROS tier does),
+    or the tree of commit ``ref``."""
     if dest.exists():
         shutil.rmtree(dest)
+    if ref:
+        dest.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        return
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                            cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
     for rel in files:
@@ -166,7 +173,7 @@ def summary_counts(text: str) -> dict[str, int]:
         r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)", line)}
 
 
-def run_env(name: str, work: Path, pytest_args: list[str]) -> dict[str, Any]:
+def run_env(name: str, work: Path, pytest_args: list[str], ref: str = "") -> dict[str, Any]:
     spec = ENVS[name]
     base = work / name
     log = base / "log.txt"
@@ -211,7 +218,7 @@ def run_env(name: str, work: Path, pytest_args: list[str]) -> dict[str, Any]:
         Path(site, "zz_apt_system_site.pth").write_text(
             f"import site; site.addsitedir({str(system)!r})\n", encoding="utf-8")
     copy = base / "repo"
-    copy_repository(copy)
+    copy_repository(copy, ref)
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "AMENT_PREFIX_PATH", "PIP_CONSTRAINT")}
     env.update(RC_COPY=str(copy), PYTHONDONTWRITEBYTECODE="")
@@ -315,13 +322,14 @@ def main() -> int:
     ap.add_argument("--readme", action="store_true", help="write the table into README.md")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments")
+    ap.add_argument("--ref", default="", help="test this commit (default: the work tree)")
     args = ap.parse_args()
     names = list(ENVS) if args.envs == ["all"] else (args.envs or DEFAULT)
     unknown = [n for n in names if n not in ENVS]
     if unknown:
         ap.error(f"unknown environments {unknown}; choose from {sorted(ENVS)}")
     work = Path(args.work).resolve()
-    results = [run_env(n, work, args.pytest_args.split()) for n in names]
+    results = [run_env(n, work, args.pytest_args.split(), args.ref) for n in names]
     text = table(results)
     print(text)
     if args.json:

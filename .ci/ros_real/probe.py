@@ -14,7 +14,14 @@ Checks, in order (each prints one line; the exit status is 1 if any failed):
    REMOVE restores the table as it was;
 3. a ``PlanMotion`` goal on ``/planner/plan_motion`` succeeds and the same trajectory is
    published as ``moveit_msgs/DisplayTrajectory`` on ``/display_planned_path``;
-4. joint velocities on ``/velocity_filter/command``: joint1 turns the upright arm towards the
+4. a depth camera as a user has one: its frame ``ci_camera_optical`` comes from a tf2
+   ``StaticTransformBroadcaster`` (what ``static_transform_publisher`` does) and its
+   ``PointCloud2`` (``/ci_camera/points``, given to the nodes by the launch argument
+   ``point_cloud_topics``) is published in that frame from the start, a patch far above the arm;
+   the check moves the patch next to the resting arm: the clearance table must get rows for the
+   cloud at the distance computed here from the transformed points (a cloud read in the wrong
+   frame would be a metre off), and lose them when the patch goes back;
+5. joint velocities on ``/velocity_filter/command``: joint1 turns the upright arm towards the
    demo world's post, then the arm is pushed straight at it (along the gradient of the
    distance, recomputed from each joint state); the velocity filter must stop the mock arm at
    the safety distance (clearances computed here from ``/joint_states`` with the core API, an
@@ -35,17 +42,24 @@ from typing import Any, Optional
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import Pose
+from geometry_msgs.msg import Pose, TransformStamped
 from moveit_msgs.msg import CollisionObject, DisplayTrajectory
 from rclpy.action import ActionClient
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, PointCloud2, PointField
 from shape_msgs.msg import SolidPrimitive
 from std_msgs.msg import Float64MultiArray
 
-from robot_collision import CollisionChecker, RobotModel, data_path, default_robot_paths
+from robot_collision import (
+    CollisionChecker,
+    PointCloud,
+    RobotModel,
+    WorldObject,
+    data_path,
+    default_robot_paths,
+)
 from robot_collision.ros.world import WorldModel
 from robot_collision_interfaces.action import PlanMotion
 from robot_collision_interfaces.msg import ClearanceTable
@@ -56,6 +70,30 @@ TOLERANCE = 0.002  # m below the safety distance still accepted (discrete time, 
 STOP_BAND = 0.015  # the arm must stop within this much above the safety distance (m)
 POST_AZIMUTH = math.atan2(-0.4, 0.5)  # joint1 angle facing the demo world's post (rad)
 PUSH_SPEED = 0.15  # m/s: closing speed commanded towards the post
+CLOUD_TOPIC = "/ci_camera/points"  # run.sh: ros2 launch ... point_cloud_topics:=/ci_camera/points
+CAMERA_FRAME = "ci_camera_optical"
+CLOUD_TOLERANCE = 0.02  # m: thinning to cloud_resolution (0.01) and the node's surface model
+FAR_PATCH = (0.0, 0.0, 3.0)  # m, base frame: out of every check's way
+
+
+def _quat_matrix(q: tuple[float, float, float, float]) -> np.ndarray:
+    x, y, z, w = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _patch(centre: np.ndarray, normal: np.ndarray, size: float = 0.06,
+           step: float = 0.01) -> np.ndarray:
+    """A square of points (base frame) around ``centre``, facing ``normal``."""
+    n = normal / np.linalg.norm(normal)
+    a = np.cross(n, [0.0, 0.0, 1.0] if abs(n[2]) < 0.9 else [1.0, 0.0, 0.0])
+    a /= np.linalg.norm(a)
+    b = np.cross(n, a)
+    r = np.arange(-size / 2, size / 2 + 1e-9, step)
+    return np.array([centre + u * a + v * b for u in r for v in r])
 
 
 class Probe(Node):
@@ -76,6 +114,50 @@ class Probe(Node):
         self.co_pub = self.create_publisher(CollisionObject, "/collision_object", reliable)
         self.cmd_pub = self.create_publisher(Float64MultiArray, "/velocity_filter/command", 10)
         self.plan_client = ActionClient(self, PlanMotion, "/planner/plan_motion")
+        self.cloud_pub = self.create_publisher(PointCloud2, CLOUD_TOPIC, 5)
+        self.camera: Optional[tuple[np.ndarray, np.ndarray]] = None  # (R, t): camera in base
+        self.patch_base = _patch(np.array(FAR_PATCH), np.array([0.0, 0.0, -1.0]))
+        self._tf_broadcaster: Any = None
+        self.create_timer(0.2, self._publish_cloud)
+
+    def set_camera(self, base_frame: str, rotation_xyzw: tuple[float, float, float, float],
+                   translation: np.ndarray) -> None:
+        """Broadcast the camera frame as a static transform (tf2_ros, like
+        static_transform_publisher) and publish the clouds in it from now on."""
+        import tf2_ros  # type: ignore[import-not-found,unused-ignore]
+
+        tf = TransformStamped()
+        tf.header.stamp = self.get_clock().now().to_msg()
+        tf.header.frame_id = base_frame
+        tf.child_frame_id = CAMERA_FRAME
+        tf.transform.translation.x, tf.transform.translation.y, tf.transform.translation.z = (
+            float(v) for v in translation)
+        (tf.transform.rotation.x, tf.transform.rotation.y, tf.transform.rotation.z,
+         tf.transform.rotation.w) = rotation_xyzw
+        if self._tf_broadcaster is None:
+            self._tf_broadcaster = tf2_ros.StaticTransformBroadcaster(self)
+        self._tf_broadcaster.sendTransform(tf)
+        with self.lock:
+            self.camera = (_quat_matrix(rotation_xyzw), np.asarray(translation, dtype=float))
+
+    def _publish_cloud(self) -> None:
+        with self.lock:
+            camera, points = self.camera, self.patch_base
+        if camera is None:
+            return
+        R, t = camera
+        local = (points - t) @ R  # base -> camera frame: R^T (p - t), row-wise
+        msg = PointCloud2()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = CAMERA_FRAME
+        msg.height, msg.width = 1, len(local)
+        msg.fields = [PointField(name=a, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                      for i, a in enumerate("xyz")]
+        msg.is_bigendian = False
+        msg.point_step, msg.row_step = 12, 12 * len(local)
+        msg.data = np.ascontiguousarray(local, dtype="<f4").tobytes()
+        msg.is_dense = True
+        self.cloud_pub.publish(msg)
 
     def _on_table(self, msg: Any) -> None:
         with self.lock:
@@ -199,6 +281,93 @@ def check_plan(p: Probe) -> tuple[bool, str, dict[str, Any]]:
                   f"'{disp[-1].model_id}' published"), {"planning_time_s": res.planning_time}
 
 
+def _matrix_quat(R: np.ndarray) -> tuple[float, float, float, float]:
+    """(x, y, z, w) of a rotation matrix."""
+    w = math.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
+    x = math.copysign(math.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2, R[2, 1] - R[1, 2])
+    y = math.copysign(math.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2, R[0, 2] - R[2, 0])
+    z = math.copysign(math.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2, R[1, 0] - R[0, 1])
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    return x / n, y / n, z / n, w / n
+
+
+class CameraPlan:
+    """Where the check's patch and camera go, for the arm at ``q`` (its resting pose): the patch
+    ~10 cm from the arm, the camera on the arm's side of it looking at it (so that the space the
+    nodes treat as occluded, behind the measured points, lies away from the arm)."""
+
+    def __init__(self, checker: Any, q: np.ndarray) -> None:
+        self.checker = checker
+
+        def dist(c: np.ndarray) -> float:
+            return self.distance(q, c[None, :])
+
+        best: Optional[tuple[float, np.ndarray]] = None
+        for x in np.arange(-0.6, 0.61, 0.15):
+            for y in np.arange(-0.6, 0.61, 0.15):
+                for z in np.arange(0.15, 1.36, 0.15):
+                    c = np.array([x, y, z])
+                    d = dist(c)
+                    if 0.07 <= d <= 0.14 and (best is None or abs(d - 0.1) < abs(best[0] - 0.1)):
+                        best = (d, c)
+        if best is None:
+            raise RuntimeError("no place for the camera check's patch near the arm")
+        centre = best[1]
+        h = 1e-3
+        grad = np.array([(dist(centre + h * e) - dist(centre - h * e)) / (2 * h)
+                         for e in np.eye(3)])
+        away = grad / np.linalg.norm(grad)  # from the arm towards the patch
+        self.patch = _patch(centre, -away)
+        self.translation = centre - 0.8 * away  # camera 0.8 m from the patch, arm side
+        z = away
+        x = np.cross([0.0, 0.0, 1.0] if abs(z[2]) < 0.9 else [1.0, 0.0, 0.0], z)
+        x /= np.linalg.norm(x)
+        self.rotation = _matrix_quat(np.column_stack([x, np.cross(z, x), z]))
+
+    def distance(self, q: np.ndarray, points: np.ndarray) -> float:
+        """Smallest robot-to-points distance (m) at ``q``, the core's own computation."""
+        table = self.checker.clearance(q, [WorldObject(PointCloud(points), name="p")], math.inf)
+        kinds = np.asarray(table.kinds)
+        d = np.asarray(table.distances)[kinds != 0]
+        return float(d.min()) if len(d) else math.inf
+
+
+def check_cloud(p: Probe, plan: CameraPlan) -> tuple[bool, str, dict[str, Any]]:
+    def cloud_rows(msg: Any) -> list[Any]:
+        return [r for r in msg.rows if r.other_body.startswith(CLOUD_TOPIC)]
+
+    if not p.wait(lambda: p.states, 10.0):
+        return False, "no /joint_states", {}
+    with p.lock:
+        q = p.states[-1][1].copy()
+    expected = plan.distance(q, plan.patch)
+    wrong_frame = plan.distance(q, (plan.patch - plan.translation) @ _quat_matrix(plan.rotation))
+    t0 = time.time()
+    with p.lock:
+        p.patch_base = plan.patch
+    near = p.wait(lambda: next((m for s, m in p.tables[-5:] if s > t0 and cloud_rows(m)), None),
+                  15.0)
+    if near is None:
+        return False, (f"no clearance row for {CLOUD_TOPIC} within 15 s of moving the patch "
+                       f"{expected * 1e3:.0f} mm from the arm"), {}
+    got = min(float(r.distance) for r in cloud_rows(near))
+    info = {"cloud_expected_m": expected, "cloud_row_m": got, "cloud_wrong_frame_m": wrong_frame,
+            "cloud_rows": len(cloud_rows(near))}
+    t1 = time.time()
+    with p.lock:
+        p.patch_base = _patch(np.array(FAR_PATCH), np.array([0.0, 0.0, -1.0]))
+    gone = p.wait(lambda: next((m for s, m in p.tables[-5:] if s > t1 and not cloud_rows(m)),
+                               None), 15.0)
+    text = (f"{len(cloud_rows(near))} rows for {CLOUD_TOPIC} (frame {CAMERA_FRAME} from a tf2 "
+            f"static transform), closest {got * 1e3:.1f} mm, computed here {expected * 1e3:.1f}"
+            f" mm (read in the wrong frame: {wrong_frame * 1e3:.0f} mm)")
+    if abs(got - expected) > CLOUD_TOLERANCE:
+        return False, "distance differs: " + text, info
+    if gone is None:
+        return False, "rows stayed after the patch moved away: " + text, info
+    return True, text + "; gone when the patch moved away", info
+
+
 def check_filter(p: Probe) -> tuple[bool, str, dict[str, Any]]:
     """Turn the (upright) arm towards the post with joint1, then push it straight at the post
     (PUSH_SPEED along the distance gradient of the closest body): unfiltered, the motion runs
@@ -316,8 +485,13 @@ def main() -> int:
     ap.add_argument("--first-table-timeout", type=float, default=300.0)
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
+    urdf, srdf = default_robot_paths()
+    robot = RobotModel.from_urdf(urdf, srdf=srdf)
+    camera = CameraPlan(CollisionChecker(robot), robot.home_configuration())
     rclpy.init()
     probe = Probe()
+    # the camera's frame: a static transform, published before anything else
+    probe.set_camera(robot.base_name, camera.rotation, camera.translation)
     executor = SingleThreadedExecutor()
     executor.add_node(probe)
     def spin_quietly() -> None:
@@ -332,6 +506,7 @@ def main() -> int:
         checks: list[tuple[str, Callable[[], tuple[bool, str, dict[str, Any]]]]] = [
             ("clearance tables", lambda: check_tables(probe, args.since,
                                                       args.first_table_timeout)),
+            ("camera cloud, frame from tf2", lambda: check_cloud(probe, camera)),
             ("moveit CollisionObject ADD/REMOVE", lambda: check_collision_object(probe)),
             ("PlanMotion + DisplayTrajectory", lambda: check_plan(probe)),
             ("velocity filter stops the arm", lambda: check_filter(probe)),

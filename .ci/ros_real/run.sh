@@ -7,13 +7,23 @@
 #  2. copies this repository into a fresh colcon workspace as a user's clone has it (tracked
 #     files plus untracked, not ignored ones: during development uncommitted changes are what
 #     is tested; in CI the clone is fresh and this is HEAD);
-#  3. runs the README's build command verbatim;
+#  3. runs the README's build command verbatim (`python -m colcon build`: the underlay's venv
+#     Python stands in for the user's venv of the README);
 #  4. `ros2 launch` with the simulated arm and without robot_state_publisher (not installable
 #     here), then .ci/ros_real/probe.py from a separate process (and the README's
 #     `ros2 topic echo --once /collision_checker/clearance ...`): clearance tables arrive, a
 #     moveit_msgs CollisionObject ADD changes the table and REMOVE restores it, a PlanMotion goal
 #     succeeds and a DisplayTrajectory is published, the velocity filter stops the arm at the
 #     post; the nodes' start-up logs must show their kernels loaded, not compiled (build time);
+#     Before the probe, `ros2 param set /collision_checker point_cloud_topics ...` (the README's
+#     command) points the checker at the probe's camera cloud (its frame from a tf2 static
+#     transform); after it, the README's other ros2 commands verbatim: `ros2 action send_goal`
+#     (PlanMotion), `ros2 service call` (check_collision, set_protection off and on),
+#     `ros2 param set /velocity_filter acceleration_limits "[5.0]"` (then `ros2 param get`),
+#     `ros2 param describe` of an empty list parameter (a string array, not a byte array), and
+#     `ros2 param dump /velocity_filter > velocity_filter.yaml`, whose file (no null values) then
+#     starts a velocity_filter without a parameter error (the dump-edit-reuse workflow; the same
+#     node name in a ROS domain of its own);
 #  5. SIGINT to `ros2 launch` (Ctrl-C): every node ends cleanly (exit 0, no traceback) and
 #     launch exits 0;
 #  6. `colcon test` runs the package's test suite (with moveit_msgs importable: the tests that
@@ -70,7 +80,7 @@ cd "$WS"
 # ---------------------------------------------------------------------- 3. colcon build
 say "colcon build (the README's command, verbatim)"
 t0=$SECONDS
-colcon build --packages-select robot_collision_interfaces robot_collision \
+python -m colcon build --packages-select robot_collision_interfaces robot_collision \
   || { tail -n 40 log/latest_build/*/stdout_stderr.log; die "colcon build failed"; }
 t_build=$((SECONDS - t0))
 timing+=("colcon build $t_build s")
@@ -101,6 +111,35 @@ set +m
 stop_launch() { kill -INT -- -"$LAUNCH_PID" 2>/dev/null || true; }
 trap 'stop_launch; sleep 3; kill -KILL -- -"$LAUNCH_PID" 2>/dev/null || true' EXIT
 fail=()
+# cli NAME REGEX COMMAND...: a user's ros2 command (verbatim from the README); passes when it
+# exits 0 and its output matches REGEX (output in $WORK/cli_NAME.txt)
+cli() {
+  local name=$1 expect=$2 rc=0
+  shift 2
+  timeout 180 "$@" > "$WORK/cli_$name.txt" 2>&1 || rc=$?
+  if [ "$rc" = 0 ] && grep -qE "$expect" "$WORK/cli_$name.txt"; then
+    echo "ros2 CLI: PASS $name: $(grep -E "$expect" "$WORK/cli_$name.txt" | head -1 | cut -c1-160)"
+  else
+    echo "ros2 CLI: FAIL $name (exit $rc; expected /$expect/):"
+    tail -n 25 "$WORK/cli_$name.txt" | sed 's/^/    /'
+    fail+=("ros2 CLI: $name")
+  fi
+}
+# the README's camera step: the checker takes the probe's cloud (the node must be up first)
+clouds_set=0
+for _ in $(seq 60); do
+  if timeout 60 ros2 param set /collision_checker point_cloud_topics "['/ci_camera/points']" \
+       > "$WORK/cli_point_cloud_topics.txt" 2>&1 \
+     && grep -q "Set parameter successful" "$WORK/cli_point_cloud_topics.txt"; then
+    clouds_set=1; break
+  fi
+  sleep 2
+done
+if [ "$clouds_set" = 1 ]; then
+  echo "ros2 CLI: PASS point_cloud_topics: $(cat "$WORK/cli_point_cloud_topics.txt")"
+else
+  cat "$WORK/cli_point_cloud_topics.txt"; fail+=("ros2 param set point_cloud_topics failed")
+fi
 probe_rc=0
 python "$PROBE" --since "$launch_t0" --json "$WORK/probe.json" || probe_rc=$?
 [ "$probe_rc" = 0 ] || fail+=("probe checks failed (see above)")
@@ -115,6 +154,50 @@ if [ "$echo_rc" = 0 ] && grep -q "min_distance:" "$WORK/echo.txt"; then
     "$WORK/echo.txt") rows, $(grep "min_distance:" "$WORK/echo.txt")"
 else
   cat "$WORK/echo.txt"; fail+=("ros2 topic echo --once /collision_checker/clearance failed")
+fi
+# the README's ros2 commands, verbatim (cwd: the workspace)
+cli plan_motion "Goal finished with status: SUCCEEDED" ros2 action send_goal /planner/plan_motion robot_collision_interfaces/action/PlanMotion "{joint_names: [joint1, joint2, joint3, joint4, joint5, joint6, joint7], goal_positions: [-1.0, 0.7, 0.0, 1.8, 0.0, 0.64, 0.0], time_limit: 10.0}"
+cli check_collision "success=True" ros2 service call /collision_checker/check_collision robot_collision_interfaces/srv/CheckCollision "{joint_names: [joint1, joint2, joint3, joint4, joint5, joint6, joint7], positions: [0.0, 0.5, 0.0, 1.7, 0.0, 0.9, 0.0]}"
+cli protection_off "success=True" ros2 service call /velocity_filter/set_protection robot_collision_interfaces/srv/SetProtection "{group: wrist, enabled: false}"
+cli protection_on "success=True" ros2 service call /velocity_filter/set_protection robot_collision_interfaces/srv/SetProtection "{group: wrist, enabled: true}"
+cli acceleration_limits "Set parameter successful" ros2 param set /velocity_filter acceleration_limits "[5.0]"
+cli acceleration_limits_get "5\.0" ros2 param get /velocity_filter acceleration_limits
+cli describe_empty_list "Type: string array" ros2 param describe /velocity_filter skip_pairs
+# dump, reuse: the file must hold no null (a node started from it logged an ERROR) and start a
+# velocity_filter (same name, so the file's section applies; a ROS domain of its own)
+dump_rc=0
+timeout 60 ros2 param dump /velocity_filter > velocity_filter.yaml || dump_rc=$?
+if [ "$dump_rc" != 0 ] || ! grep -q "acceleration_limits:" velocity_filter.yaml; then
+  cat velocity_filter.yaml; fail+=("ros2 param dump /velocity_filter failed (exit $dump_rc)")
+elif grep -nE ":[[:space:]]+(null|~)[[:space:]]*$" velocity_filter.yaml; then
+  fail+=("ros2 param dump wrote null values")
+else
+  set -m
+  ROS_DOMAIN_ID=$(( (ROS_DOMAIN_ID + 50) % 101 + 1 )) python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' \
+    ros2 run robot_collision velocity_filter --ros-args --params-file velocity_filter.yaml \
+    > "$WORK/filter_from_dump.log" 2>&1 &
+  dump_pid=$!
+  set +m
+  for _ in $(seq 240); do
+    grep -q " ready in " "$WORK/filter_from_dump.log" && break
+    kill -0 "$dump_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -INT -- -"$dump_pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$dump_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- -"$dump_pid" 2>/dev/null || true
+  wait "$dump_pid" 2>/dev/null || true
+  if grep -q " ready in " "$WORK/filter_from_dump.log" \
+     && ! grep -qE "\[ERROR\]|invalid parameter|Traceback" "$WORK/filter_from_dump.log"; then
+    echo "ros2 param dump: $(grep -c . velocity_filter.yaml) lines, no null; a velocity_filter" \
+      "started from it: $(grep -o "velocity_filter.* ready in [0-9.]* s" \
+      "$WORK/filter_from_dump.log" | head -1), no error"
+  else
+    sed 's/^/    /' "$WORK/filter_from_dump.log" | tail -n 30
+    fail+=("a velocity_filter started from the dumped parameters failed or logged an error")
+  fi
 fi
 ros2 daemon stop > /dev/null 2>&1 || true
 

@@ -46,7 +46,13 @@ def test_real_arm_section_is_what_the_ros_real_tier_runs() -> None:
     tier = ROOT / ".ci" / "ros_real" / "run.sh"
     script = _commands(tier.read_text(encoding="utf-8"))
     commands = _commands(blocks[1])
-    assert "colcon build --packages-select robot_collision_interfaces robot_collision" in commands
+    build = "python -m colcon build --packages-select robot_collision_interfaces robot_collision"
+    assert build in commands
+    assert build in _commands(blocks[0]), "the install block builds as the no-hardware one does"
+    # what users do with the running system: each of these runs verbatim in the tier
+    for verb in ("ros2 action send_goal", "ros2 service call", "ros2 param set",
+                 "ros2 param dump"):
+        assert any(c.startswith(verb) for c in commands), f"no `{verb}` in the README block"
 
     def runs(command: str) -> bool:  # as a whole command, maybe redirected, piped or timed
         pattern = r"(^|\s)" + re.escape(command) + r"(\s*$|\s*[<>|&;]|\s+\d>)"
@@ -54,4 +60,11 @@ def test_real_arm_section_is_what_the_ros_real_tier_runs() -> None:
 
     missing = [c for c in commands if not runs(c)]
     assert not missing, f"README commands that {tier.name} does not run verbatim: {missing}"
-    assert "rosdep install --from-paths src --ignore-src -y" in _commands(blocks[0])
+    install = _commands(blocks[0])
+    assert "rosdep install --from-paths src --ignore-src -y" in install
+    # the pip step installs only what apt lacks, into a venv that sees apt's packages
+    assert any("--system-site-packages" in c for c in install)
+    assert "venv/bin/pip install -r src/robot_collision/requirements-ros-user.txt" in install
+    assert not any("requirements.txt" in c.split() or c.endswith(" requirements.txt")
+                   for c in install), "a ROS user must never install the dev pins"
+    assert (ROOT / "requirements-ros-user.txt").is_file()
