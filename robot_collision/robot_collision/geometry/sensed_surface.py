@@ -49,6 +49,7 @@ from ..errors import ShapeError
 __all__ = [
     "RADIUS_RATIO",
     "grid_radii",
+    "grid_surface",
     "merge_balls",
     "occlusion_balls",
     "pixel_angle",
@@ -92,8 +93,28 @@ def grid_radii(
     G: NDArray[np.float64], max_incidence: float, min_radius: float = 0.0
 ) -> NDArray[np.float64]:
     """(H, W) radius of each sample of the organised cloud ``G`` (H, W, 3), sensor frame (the
-    sensor at the origin), NaN for invalid pixels (the rule: module docstring).
-    ``max_incidence`` (rad, < pi/2): the largest incidence angle still taken as one surface."""
+    sensor at the origin), NaN for invalid pixels, when the samples alone cover the surface
+    (no points added between them: :func:`grid_surface` with an unbounded target radius)."""
+    return grid_surface(G, max_incidence, math.inf, min_radius)[0]
+
+
+MAX_SUBDIVISION = 32
+"""Most pieces a patch edge is cut into by :func:`grid_surface` (a patch longer than
+``MAX_SUBDIVISION * sqrt(3) * target`` gets balls larger than ``target``)."""
+
+
+def grid_surface(
+    G: NDArray[np.float64], max_incidence: float, target: float, min_radius: float = 0.0
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Balls covering the surface sampled by the organised cloud ``G`` (H, W, 3), sensor frame
+    (the sensor at the origin; NaN = no return): ``(R, P, Rp)`` with ``R`` (H, W) the radius of
+    each sample (NaN for invalid pixels) and ``P`` (M, 3), ``Rp`` (M,) points added on the
+    patches between samples (the rule: module docstring).
+
+    ``max_incidence`` (rad, < pi/2): the largest incidence angle still taken as one surface.
+    ``target`` (m): a patch whose samples' balls would be larger than this (a face seen at a
+    grazing angle) is cut into ``n x n`` smaller triangles, their vertices added as points, so
+    that the balls stay close to the surface instead of bulging out by the patch size."""
     if not (0.0 <= max_incidence < 0.5 * math.pi):
         raise ShapeError(f"max_incidence must be in [0, pi/2) rad, got {max_incidence!r}")
     H, W = G.shape[:2]
@@ -102,10 +123,11 @@ def grid_radii(
     alpha = pixel_angle(G)
     R = np.full((H, W), np.nan)
     R[valid] = min_radius
+    none = (np.zeros((0, 3)), np.zeros(0))
     if not math.isfinite(alpha) or H < 2 or W < 2:
         if math.isfinite(alpha):
             R[valid] = np.maximum(R[valid], rho[valid] * alpha)
-        return R
+        return (R, *none)
     stretch = 1.0 / math.cos(max_incidence)
     corners = ((slice(None, -1), slice(None, -1)), (slice(None, -1), slice(1, None)),
                (slice(1, None), slice(None, -1)), (slice(1, None), slice(1, None)))
@@ -123,7 +145,13 @@ def grid_radii(
                                       else math.sqrt(2.0)) * stretch
                 continuous &= d <= gap  # False for NaN (an invalid corner)
                 longest = np.fmax(longest, d)
-        rq = np.where(continuous, longest / math.sqrt(3.0), 0.0)
+        L = np.where(continuous, longest, 0.0)
+        if math.isfinite(target) and target > 0.0:
+            n = np.clip(np.ceil(L / (math.sqrt(3.0) * target)), 1, MAX_SUBDIVISION)
+        else:
+            n = np.ones_like(L)
+        n = n.astype(np.int64)
+        rq = L / (n * math.sqrt(3.0))  # 0 where not continuous
     full = np.zeros((H, W), dtype=np.int8)  # continuous patches around each sample (of 4)
     rpatch = np.zeros((H, W))
     for a, b in corners:
@@ -133,7 +161,25 @@ def grid_radii(
     edge = valid & (full < 4)
     R[edge] = np.maximum(R[edge], rho[edge] * alpha)
     R[~valid] = np.nan
-    return R
+    # the vertices of the n x n subdivision of both triangles (0, 1, 3) and (0, 3, 2) of every
+    # patch cut into more than one piece (the corners themselves are the samples)
+    pts, rad = [], []
+    for k in np.unique(n[continuous & (n > 1)]):
+        k = int(k)
+        sel = continuous & (n == k)
+        a_, b_ = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+        keep = (a_ + b_ <= k) & ~(((a_ == 0) | (a_ == k)) & (b_ == 0)) & ~((a_ == 0) & (b_ == k))
+        wa = (a_[keep] / k)[None, :, None]
+        wb = (b_[keep] / k)[None, :, None]
+        p0, p1, p2, p3 = (Pk[sel][:, None, :] for Pk in P)
+        r = np.maximum(rq[sel], min_radius)
+        for u, v in ((p1, p3), (p3, p2)):
+            q = p0 + wa * (u - p0) + wb * (v - p0)
+            pts.append(q.reshape(-1, 3))
+            rad.append(np.repeat(r, q.shape[1]))
+    if not pts:
+        return (R, *none)
+    return R, np.concatenate(pts), np.concatenate(rad)
 
 
 def occlusion_balls(

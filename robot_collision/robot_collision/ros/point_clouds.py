@@ -19,8 +19,10 @@ message on a topic of ``point_cloud_topics`` it
    good one arrives (the filter's ``cloud_timeout_action`` applies at once);
 4. gives each sample the ball that covers its share of the surface (organised clouds: the
    sensor-model radius of :mod:`robot_collision.geometry.sensed_surface`, from the measured
-   spacing of neighbouring pixels, at least ``cloud_point_radius``; unorganised clouds:
-   ``cloud_point_radius``);
+   spacing of neighbouring pixels, at least ``cloud_point_radius``; patches whose samples are
+   farther apart than ``cloud_resolution`` allows, as on faces seen at a grazing angle, get
+   points in between so that no ball is much larger than ``cloud_resolution``; unorganised
+   clouds: ``cloud_point_radius``);
 5. places it in the robot base frame: identity for an empty ``frame_id`` or the base / output
    frame; else tf2 at the cloud's stamp, waiting up to ``cloud_tf_timeout`` s (dynamic /tf);
    else the static pose given for the topic in ``camera_poses`` (``"topic=x y z qx qy qz
@@ -67,7 +69,7 @@ from numpy.typing import NDArray
 from ..collision.self_filter import robot_filter_mask
 from ..errors import ConfigurationError, RobotCollisionError
 from ..geometry.point_cloud import PointCloud
-from ..geometry.sensed_surface import grid_radii, merge_balls, occlusion_balls, radius_classes
+from ..geometry.sensed_surface import grid_surface, merge_balls, occlusion_balls, radius_classes
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import pose_from_position_quat
 from ..model.robot_model import RobotModel
@@ -609,10 +611,11 @@ class SensedClouds:
         if q is None:
             raise CloudError("no joint state received yet: the cloud cannot be self-filtered")
         if G.shape[0] > 1 and G.shape[1] > 1:
-            Rg = grid_radii(G, s.cloud_max_incidence, s.cloud_point_radius)
+            target = s.cloud_resolution if s.cloud_resolution > 0 else math.inf
+            Rg, Pe, Re = grid_surface(G, s.cloud_max_incidence, target, s.cloud_point_radius)
+            P, R = np.concatenate([G[valid], Pe]), np.concatenate([Rg[valid], Re])
         else:
-            Rg = np.full(G.shape[:2], s.cloud_point_radius)
-        P, R = G[valid], Rg[valid]
+            P, R = G[valid], np.full(raw, s.cloud_point_radius)
         Tb = np.eye(4) if T is None else T
         Pb = P @ Tb[:3, :3].T + Tb[:3, 3]
         # the samples on the robot (within cloud_padding of it) are removed, by the sample's

@@ -41,7 +41,9 @@ def test_params_file_sections() -> None:
     data = load_params_file(CONFIG)
     p = node_parameters(data, "collision_checker")
     assert p["skip_rule"] == "parent" and p["influence_distance"] == 0.3
-    assert p["world_file"] == "package://robot_collision/config/demo_world.yaml"
+    # the shipped file loads no world (a real arm's surroundings are the user's); the demo
+    # writes its own parameter file with config/demo_world.yaml
+    assert p["world_file"] == ""
     nodes = node_parameters(data, "bringup")["nodes"]
     assert nodes[0] == "collision_checker" and set(nodes) <= set(NODE_REGISTRY)
     # wildcard, namespaced and nested sections, as ROS applies them
@@ -90,8 +92,7 @@ def test_config_parses_with_the_ros_parameter_parser() -> None:
             Parameter("urdf_path", value=str(urdf)), Parameter("srdf_path", value=str(srdf))])
         st = node.settings
         assert (st.skip_rule, st.influence_distance, st.marker_rate) == ("parent", 0.3, 10.0)
-        assert st.world_file.endswith("demo_world.yaml")
-        assert node.world.ids() == ["table", "crate", "post"]
+        assert st.world_file == "" and node.world.ids() == []
         assert node.robot is not None and node.robot.srdf is not None
     finally:
         if node is not None:
@@ -119,9 +120,14 @@ def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float
     return out
 
 
-def test_bringup_process_serves_clearance_and_stops_on_sigterm(ros: Any) -> None:
+def test_bringup_process_serves_clearance_and_stops_on_sigterm(ros: Any, tmp_path: Path) -> None:
+    from robot_collision.ros.demo.bringup_process import write_demo_params
+
     ns = ros.namespace()
-    proc = _bringup("--nodes", "collision_checker", "--namespace", ns, "--duration", "120")
+    params = tmp_path / "demo_params.yaml"  # the demo's parameter file: its world included
+    write_demo_params(params)
+    proc = _bringup("--params-file", str(params), "--nodes", "collision_checker", "--namespace",
+                    ns, "--duration", "120")
     helper = ros.helper(ns)
     try:
         pub = helper.create_publisher(JointState, "joint_states", 10)

@@ -21,8 +21,9 @@ CAMERA_POSE = (1.2, 0.3, 1.5, -0.6363, -0.71091, 0.22319, 0.19977)
 """The demo camera's pose: 1.5 m up in front of the arm, looking down at (0.3, 0.2, 0.2), so
 that it sees the box's top at 40 degrees (a grazing view samples a face sparsely)."""
 CLOUD_POINT_RADIUS = 0.01
-"""Ball radius (m) around the demo's sensed points: covers the gaps between them (the camera's
-pixels are ~1.5 cm apart on the box)."""
+"""Smallest ball radius (m) around the demo's sensed points (``cloud_point_radius``): covers the
+camera's depth noise (2 mm standard deviation) with room; where the pixels are farther apart
+the nodes give larger balls (robot_collision.geometry.sensed_surface)."""
 
 def write_demo_params(
     path: Path, source: Optional[Path] = None
@@ -59,8 +60,11 @@ def write_demo_params(
     if not str(camera.get("world_file") or "").strip():
         camera["world_file"] = CAMERA_WORLD
         notes.append(f"mock_camera.world_file: {CAMERA_WORLD!r} (objects only the camera sees)")
-    if not camera.get("camera_pose"):
+    # the demo's camera pose, whatever the source file says: the camera renders from it and
+    # the other nodes place its clouds with it (camera_poses below)
+    if [float(v) for v in camera.get("camera_pose") or []] != list(CAMERA_POSE):
         camera["camera_pose"] = list(CAMERA_POSE)
+        notes.append(f"mock_camera.camera_pose: the demo's {list(CAMERA_POSE)}")
     pose = " ".join(str(float(v)) for v in camera["camera_pose"])
     for name in ("collision_checker", "velocity_filter", "planner"):
         section = data.setdefault(name, {}).setdefault("ros__parameters", {})

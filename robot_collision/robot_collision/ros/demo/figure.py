@@ -143,17 +143,23 @@ def write_figure(path: Path, samples: Sequence[dict[str, Any]], steps: Sequence[
     fig.text(0.055, 0.925, "Clearance of every joint state (independent check) and the "
              "filter's safety distances", fontsize=11)
 
-    ce = _closest(samples, "env_clearance", ("1", "2"))
+    # the closest approach to the world over every step that moves near it (1, 2, 5a, 5b:
+    # the camera box is judged by its true shape), each step's own minimum marked
+    env_steps = ("1", "2", "5a", "5b")
+    ce = _closest(samples, "env_clearance", env_steps)
     cs = _closest(samples, "self_clearance", ("3a",))
     co = _closest(samples, "self_clearance", ("3b",))
-    for c, key, color, text in ((ce, "env_clearance", "#1f77b4", "stopped at"),
-                                (cs, "self_clearance", "#9467bd", "stopped at"),
-                                (co, "self_clearance", "#d62728", "unprotected:")):
+    marks_env = [(_closest(samples, "env_clearance", (k,)), f"{k}: ") for k in env_steps]
+    for c, key, color, text in ([(c, "env_clearance", "#1f77b4", label)
+                                 for c, label in marks_env]
+                                + [(cs, "self_clearance", "#9467bd", "stopped at"),
+                                   (co, "self_clearance", "#d62728", "unprotected:")]):
         if c is None:
             continue
         y = c[key] * 1e3
         ax_c.plot([c["t"]], [y], "o", ms=6, mfc="white", mec=color, mew=1.8, zorder=5)
-        ax_c.annotate(f"{text} {y:.1f} mm", (c["t"], y), xytext=(7, 4 if c is ce else -12),
+        ax_c.annotate(f"{text}{y:.1f} mm", (c["t"], y),
+                      xytext=(7, 4 if key == "env_clearance" else -12),
                       textcoords="offset points", fontsize=8, color=color)
 
     ax_v.plot(t, np.where(sending, vc, np.nan), color="#7f7f7f", lw=2.6, alpha=0.5,
@@ -175,7 +181,7 @@ def write_figure(path: Path, samples: Sequence[dict[str, Any]], steps: Sequence[
 
     checker = CollisionChecker(robot)
     panels = (
-        (ce, "env", "Closest approach to the world", (0.625, 0.485, 0.375, 0.45),
+        (ce, "env", "Closest approach to the world (every step)", (0.625, 0.485, 0.375, 0.45),
          (0.22, -0.3, 0.32), 0.52, (26.0, -62.0)),
         (cs, "self", "Wrist folded into the forearm, protection on",
          (0.625, 0.0, 0.375, 0.45), (0.06, 0.0, 1.08), 0.24, (10.0, -72.0)),

@@ -33,6 +33,7 @@ from .settings import (
     GOAL_BEHIND_POST,
     GOAL_IN_COLLISION,
     GOAL_PAST_CAMERA_BOX,
+    SENSED_SURFACE_BAND,
     STILL_TOLERANCE,
     STOP_DISTANCE_BAND,
     STOPPED_FRACTION,
@@ -118,8 +119,9 @@ class DemoScenario(DemoClient):
         stops at the safety distance, then pull back at full speed; the step's verdicts.
 
         ``obstacle`` is judged by its true shape (the client knows it). A ``sensed`` one is
-        known to the filter only as balls of ``cloud_point_radius`` around a camera's points
-        on its surface: the stop comes up to that radius farther out, and "stopped" means
+        known to the filter only as balls around a camera's points on its surface (radius from
+        the pixel spacing, robot_collision.ros.point_clouds): the stop comes up to
+        ``SENSED_SURFACE_BAND`` farther out, and "stopped" means
         stopped *approaching* (the closing speed). The balls' normals vary from point to point
         and from cloud to cloud, so a push along the face's normal presses partly along the
         sensed surface, and the filter, which only forbids approach, lets the tool slide
@@ -129,7 +131,7 @@ class DemoScenario(DemoClient):
         step.clearance_kind = "env"
         d0, _, body = self.pair_clearance(self.q, obstacle)
         speed = self.settings.teleop_speed
-        band = STOP_DISTANCE_BAND + (self.cloud_point_radius if sensed else 0.0)
+        band = STOP_DISTANCE_BAND + (SENSED_SURFACE_BAND if sensed else 0.0)
         step.metrics.update(closing_speed_m_s=speed, start_distance_m=d0, body=body,
                             sensed=sensed, stop_band_m=band)
         self.progress.line(f"  {body} is {d0 * 1e3:.0f} mm from the {obstacle}: pushing "
@@ -487,11 +489,12 @@ class DemoScenario(DemoClient):
                         f"{'misses' if straight_ok else 'goes through'} it)")
         if straight_ok:
             step.fail(f"the straight motion misses the {CAMERA_OBSTACLE}: nothing to show")
-        # The camera sees the faces that face it; the planner and the filter know nothing of the
-        # others, so the safety distance is guaranteed from the sensed points only: the verdict
-        # on the real box is "no contact".
-        if not dmin > 0.0:
-            step.fail(f"touched the {CAMERA_OBSTACLE} ({dmin * 1e3:.1f} mm)")
+        # Judged against the real box and the safety distance: each sensed point stands for
+        # the surface around it and the space behind it (robot_collision.ros.point_clouds), so
+        # the safety distance holds against the box, not only its points.
+        if dmin < self.safety_env - CLEARANCE_TOLERANCE:
+            step.fail(f"came {dmin * 1e3:.1f} mm from the {CAMERA_OBSTACLE}, below the safety "
+                      f"distance {self.safety_env * 1e3:.0f} mm")
         if m["final_joint_error_rad"] > FINAL_ERROR_TOLERANCE:
             step.fail(f"final joint error {m['final_joint_error_rad']:.4f} rad > "
                       f"{FINAL_ERROR_TOLERANCE} rad")

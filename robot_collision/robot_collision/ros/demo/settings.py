@@ -47,7 +47,12 @@ fraction of the commanded speed."""
 STOP_DISTANCE_BAND = 0.01
 """Steps 2, 3 and 5a: the stop must come within this much (m) above the safety distance (the
 filter stopped the motion, not something else); in step 5a, measured from the true box, plus
-the sensed points' ball radius (the filter keeps its distance from the balls)."""
+``SENSED_SURFACE_BAND`` (the filter keeps its distance from the sensed surface's balls)."""
+SENSED_SURFACE_BAND = 0.03
+"""Step 5a: how far out of the true box top the sensed surface may lie: the balls that cover
+the box top as the demo camera samples it (radius from the pixel spacing, 15-22 mm after
+merging per 1 cm voxel, computed offline with the demo's camera and box) plus the depth noise
+(2 mm)."""
 FULL_SPEED_FRACTION = 0.9
 """Step 2: moving away must reach this fraction of the commanded speed."""
 STILL_TOLERANCE = 1e-4
