@@ -11,6 +11,8 @@
 #   make test-ros-real  the README's real-ROS path (colcon build, ros2 launch, colcon test) in a
 #                fresh workspace on an emulated ROS 2 Jazzy install (../shared/ros2-real);
 #                what CI runs after `make test` (.ci/ros_real/run.sh)
+#   make compat  the core test suite on Humble-/Jazzy-like Pythons with their apt packages
+#                (scripts/compat_matrix.py; COMPAT_ARGS="all --readme" for every row + README)
 #   make clean   remove build outputs and caches; `make distclean` also removes .venv
 
 SHELL := /bin/bash
@@ -56,7 +58,7 @@ PYTEST_ARGS ?=
 DEMO_ARGS ?=
 BENCH_ARGS ?= all
 
-.PHONY: venv test test-ros-real lint demo bench clean distclean
+.PHONY: venv test test-ros-real compat lint demo bench clean distclean
 
 venv: $(STAMP)
 
@@ -123,6 +125,11 @@ test: venv $(NUMBA_STAMP)
 # Needs no .venv: the tier builds its own environment (the underlay) and workspace.
 test-ros-real:
 	@bash .ci/ros_real/run.sh
+
+# Needs no .venv: builds its own venvs (Python 3.10 / 3.12 from pyenv) under build/compat.
+COMPAT_ARGS ?=
+compat:
+	@python3 scripts/compat_matrix.py $(COMPAT_ARGS)
 
 lint: venv
 	@rc=0; \
