@@ -16,12 +16,18 @@ configurations (goal-tree roots) come from IK of sampled poses:
 one before planning and, on each iteration with probability ``workspace_goal_region_bias`` (up
 to ``max_goal_samples``), another one towards which the start tree then extends.
 
-Edges are valid when every configuration ``q0 + (q1 - q0) * k / steps``, k = 1..steps with
+Edges. With ``edge_validation="certified"`` (default) every edge of a returned path is
+certified collision-free over its whole segment, with ``min_clearance`` to spare, by conservative
+advancement (:mod:`robot_collision.collision.certified`): the trees grow with the discrete check
+below and the path found is certified edge by edge; if one of its edges is not certified, the
+run starts over from the same random stream with every edge certified inside the loop. With
+``"discrete"`` (the behaviour before issue 23, bit for bit) edges are valid when every
+configuration ``q0 + (q1 - q0) * k / steps``, k = 1..steps with
 ``steps = ceil(|q1 - q0| / validation_distance)``, is collision-free; they are checked inside
 the compiled loop in coarse-to-fine (bisection) order with early exit. (Extensions are clamped
 to ``max_connection_distance * (1 - 1e-9)`` so that an edge's check grid never sits on a
 ``ceil`` boundary where rounding could change it.) Validity between two checked configurations
-is not guaranteed: use checker padding for a safety margin. Distances are L2 with continuous
+is then not guaranteed. Distances are L2 with continuous
 joints taking the shortest angular difference (wrapped into [-pi, pi)); nearest neighbours come
 from a compiled scan of the tree arrays. Optional dynamic-domain sampling and tree balancing
 (both on by default, as in VAMP's RRT-Connect) cut the work in confined scenes.
