@@ -4,8 +4,8 @@ Over the link pairs whose links both have collision geometry, a pair is disabled
 
 - ``Adjacent``: the links are joined by a joint (links without geometry in between are skipped:
   a link is adjacent to its nearest ancestor that has geometry);
-- ``Default``: the pair collides at the home configuration (every joint at zero, clipped into
-  its limits);
+- ``Default``: the pair collides at the home configuration (MoveIt's default positions: every
+  joint at zero, or at the middle of its range when zero is outside it);
 - ``Always``: the pair collides in at least ``always_fraction`` (95 %) of the samples;
 - ``Never``: the pair collides in none of the samples,
 
@@ -17,13 +17,21 @@ been free in more than ``1 - always_fraction`` of all samples can be neither ``A
 decomposition parts), with zero padding. ``Never`` is a sampling statement: with 10^5 samples a
 pair that collides in a fraction p of the joint space is missed with probability (1 - p)^(10^5)
 (below 1e-4 for p = 1e-4).
+
+Hull-only overlaps: a mesh collides as its convex hull, so two links can overlap as hulls where
+their meshes do not touch (MoveIt Setup Assistant checks the meshes themselves). Pairs disabled
+as ``Default`` are sampled too: :meth:`GenerationResult.warnings` names each one that also
+collides away from home (disabling it hides those collisions) and whether a mesh hull is
+involved, in which case the overlap may exist only for the hulls and
+``mesh_mode="decomposition"`` (CLI ``--mesh-mode decomposition``) checks the pair against convex
+parts that follow the mesh.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -90,11 +98,47 @@ class GenerationResult:
     collision_counts: dict[tuple[str, str], int]
     samples: int
     seconds: float
+    default_collision_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Pairs disabled as ``Default``: colliding samples (all of them evaluated)."""
+    mesh_links: frozenset[str] = frozenset()
+    """Links with mesh geometry (hulls or decomposition parts)."""
 
     def by_reason(self) -> dict[str, int]:
         out = dict.fromkeys(REASONS, 0)
         for p in self.disabled:
             out[p.reason] += 1
+        return out
+
+    def hull_involved(self, link1: str, link2: str) -> bool:
+        """Whether a mesh (convex hull or parts) is part of the pair's geometry: then an
+        overlap may exist only for the hulls."""
+        return link1 in self.mesh_links or link2 in self.mesh_links
+
+    def warnings(self) -> list[str]:
+        """One sentence per ``Default`` pair that also collides in the samples: disabling it
+        hides those collisions. Says whether a mesh hull is involved and what resolves it."""
+        out: list[str] = []
+        for (a, b), n in sorted(self.default_collision_counts.items(), key=lambda kv: -kv[1]):
+            if n == 0 or self.samples == 0:
+                continue
+            share = 100.0 * n / self.samples
+            text = (
+                f"{a} / {b}: disabled as Default (colliding at the home pose) but also colliding "
+                f"in {share:.1f} % of the samples; disabling it hides those collisions."
+            )
+            if self.hull_involved(a, b):
+                text += (
+                    " A mesh collides as its convex hull here: the overlap may exist only for "
+                    "the hulls. Regenerate with mesh_mode='decomposition' for these links (CLI "
+                    "--mesh-mode decomposition), whose convex parts follow the mesh, and keep "
+                    "the pair checked if it is no longer Default."
+                )
+            else:
+                text += (
+                    " Its shapes are exact (no mesh): the links really touch at home; check the "
+                    "home pose or the geometry, or keep the pair checked away from home."
+                )
+            out.append(text)
         return out
 
 
@@ -140,12 +184,13 @@ def generate_disabled_pairs(
         if at_home[k] > 0:
             reason[p] = "Default"
     sampled = np.array([p not in reason for p in rest], dtype=bool)
+    is_default = np.array([reason.get(p) == "Default" for p in rest], dtype=bool)
     # sampling
     N = int(options.samples)
     rng = np.random.default_rng(options.seed)
     lo, hi = robot.sampling_bounds()
     counts = np.zeros(len(rest), dtype=np.int64)
-    active = sampled.copy()
+    active = sampled | is_default  # Default pairs: counted over every sample (for warnings)
     free_needed = (1.0 - options.always_fraction) * N  # free samples that rule out Always
     done = 0
     if progress is not None:
@@ -156,7 +201,7 @@ def generate_disabled_pairs(
         counts += pair_collision_counts(Q, robot.kin, rs, pa, pb, active)
         done += m
         # decided: collided at least once (not Never) and free too often to be Always
-        active &= ~((counts > 0) & (done - counts > free_needed))
+        active &= ~((counts > 0) & (done - counts > free_needed) & sampled)
         if progress is not None:
             progress(done, N)
     for k, p in enumerate(rest):
@@ -174,4 +219,14 @@ def generate_disabled_pairs(
     count_map = {
         (names[a], names[b]): int(counts[k]) for k, (a, b) in enumerate(rest) if sampled[k]
     }
-    return GenerationResult(disabled, len(cand), count_map, N, time.perf_counter() - t0)
+    default_map = {
+        (names[a], names[b]): int(counts[k]) for k, (a, b) in enumerate(rest) if is_default[k]
+    }
+    from ..geometry.shapes import Mesh
+
+    mesh_links = frozenset(
+        n for n in names if any(isinstance(sh, Mesh) for sh, _ in robot.collision_geometry(n))
+    )
+    return GenerationResult(
+        disabled, len(cand), count_map, N, time.perf_counter() - t0, default_map, mesh_links
+    )

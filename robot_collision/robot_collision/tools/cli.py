@@ -79,6 +79,10 @@ _PACKAGE_DIR_HELP = (
     "folder that contains ROS packages (or is one), to resolve package:// URIs and xacro "
     "$(find NAME) without the ament index; repeatable"
 )
+_MESH_MODE_HELP = (
+    "how meshes collide: their convex hull (default) or the convex parts of a CoACD "
+    "decomposition (follows concave meshes; minutes per mesh the first time, then cached)"
+)
 _XACRO_ARGS_HELP = "xacro arguments of a .xacro URDF/SRDF (as for the xacro command)"
 
 
@@ -115,6 +119,8 @@ def _stage(message: str, quiet: bool = False) -> None:
     arg("--srdf", help="SRDF file (disabled collision pairs, groups, named states)"),
     arg("--package-dir", action="append", default=[], metavar="NAME=PATH|DIR",
         help=_PACKAGE_DIR_HELP),
+    arg("--mesh-mode", choices=("hull", "decomposition"), default="hull",
+        help=_MESH_MODE_HELP),
     arg("-q", "--quiet", action="store_true", help="no progress lines on stderr"),
 )
 def check_model(args: argparse.Namespace) -> int:
@@ -132,7 +138,7 @@ def check_model(args: argparse.Namespace) -> int:
     try:
         robot = RobotModel.from_urdf(
             args.urdf, srdf=args.srdf, package_dirs=_package_dirs(args.package_dir),
-            warn=False, xacro_args=_xacro_args(args.xacro_args),
+            warn=False, xacro_args=_xacro_args(args.xacro_args), mesh_mode=args.mesh_mode,
         )
     except RobotCollisionError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -217,9 +223,16 @@ def check_model(args: argparse.Namespace) -> int:
         shown = str(q) if len(q) <= 8 else (
             f"(each joint 0, or its range's middle when 0 is outside, {len(q)} joints)")
         out.append(f"self-colliding pairs at home q = {shown}: {len(pairs) or 'none'}")
+    from ..geometry.shapes import Mesh
+
+    def meshy(link: str) -> bool:
+        return any(isinstance(s, Mesh) for s, _ in robot.collision_geometry(link))
+
     for a, b in pairs:
         depth = -float(res.signed[rows[a], cols[b]])
-        out.append(f"  {a} -- {b}  (penetration {depth:.4f} m)")
+        hull = ("; mesh hull involved: may overlap only as hulls, see --mesh-mode "
+                "decomposition" if args.mesh_mode == "hull" and (meshy(a) or meshy(b)) else "")
+        out.append(f"  {a} -- {b}  (penetration {depth:.4f} m{hull})")
     if pairs:
         out.append(
             "  (pairs that touch by design, e.g. parts joined by a fixed joint or a tight "
@@ -270,6 +283,8 @@ class _ProgressBar:
     arg("--srdf", help="existing SRDF to merge the new entries into (its content is kept)"),
     arg("--package-dir", action="append", default=[], metavar="NAME=PATH|DIR",
         help=_PACKAGE_DIR_HELP),
+    arg("--mesh-mode", choices=("hull", "decomposition"), default="hull",
+        help=_MESH_MODE_HELP),
     arg("-q", "--quiet", action="store_true", help="no progress bar"),
 )
 def generate_srdf(args: argparse.Namespace) -> int:
@@ -281,7 +296,7 @@ def generate_srdf(args: argparse.Namespace) -> int:
     try:
         robot = RobotModel.from_urdf(
             args.urdf, package_dirs=_package_dirs(args.package_dir),
-            xacro_args=_xacro_args(args.xacro_args),
+            xacro_args=_xacro_args(args.xacro_args), mesh_mode=args.mesh_mode,
         )
         options = SRDFGenerationOptions(samples=args.samples, seed=args.seed)
         progress = None if args.quiet else _ProgressBar("sampling")
@@ -300,6 +315,8 @@ def generate_srdf(args: argparse.Namespace) -> int:
     except (RobotCollisionError, OSError) as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    for text in result.warnings():
+        print(f"warning: {text}", file=sys.stderr)
     counts = ", ".join(f"{r} {n}" for r, n in result.by_reason().items())
     print(
         f"{args.output}: {added} disable_collisions added ({counts}) of "
