@@ -50,7 +50,8 @@ class NodeProcesses:
     name to extra parameters (``-p name:=value``)."""
 
     def __init__(self, names: Iterable[str], overrides: Optional[Mapping[str, Mapping[str, Any]]]
-                 = None, log_dir: Optional[str] = None) -> None:
+                 = None, log_dir: Optional[str] = None, robot_from_parameters: bool = True
+                 ) -> None:
         from robot_collision import data_path, default_robot_paths
 
         self.names = list(names)
@@ -58,6 +59,8 @@ class NodeProcesses:
         self.urdf, self.srdf = (str(p) for p in default_robot_paths())
         self.overrides = {k: dict(v) for k, v in (overrides or {}).items()}
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="rc_nodes_"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.robot_from_parameters = robot_from_parameters  # else the robot_description topic
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._ps: dict[str, Any] = {}
 
@@ -65,8 +68,9 @@ class NodeProcesses:
         import psutil
 
         for name in self.names:
-            params = {"urdf_path": self.urdf, "srdf_path": self.srdf,
-                      **self.overrides.get(name, {})}
+            robot = ({"urdf_path": self.urdf, "srdf_path": self.srdf}
+                     if self.robot_from_parameters else {})
+            params = {**robot, **self.overrides.get(name, {})}
             cmd = [sys.executable, "-m", NODE_MODULES[name], "--ros-args",
                    "--params-file", self.params_file]
             for key, value in params.items():

@@ -72,6 +72,7 @@ from .intake import (
     message_limits_from_values,
     validate_limit_parameter,
 )
+from .joint_states import JointStateCache, stamp_age, stamp_ns
 from .markers import ClearanceMarkers
 from .point_clouds import (
     CLOUD_PARAMETERS,
@@ -295,7 +296,8 @@ class CollisionCheckerNode(Node):
         self._lock = threading.RLock()
         self._pipeline: Optional[_Pipeline] = None
         self._latest: Optional[_Latest] = None
-        self._q: Optional[NDArray[np.float64]] = None
+        self._q: Optional[NDArray[np.float64]] = None  # newest merged state, all joints
+        self._states: Optional[JointStateCache] = None  # per joint, from every publisher
         self._serial = 0
         self._pending: Optional[tuple[_Pipeline, NDArray[np.float64], Any]] = None
         self._last_publish = -math.inf
@@ -433,6 +435,7 @@ class CollisionCheckerNode(Node):
         with self._lock:
             if self._pipeline is None or self._pipeline.robot is not pipe.robot:
                 self._q = None
+                self._states = JointStateCache(pipe.robot.joint_names)
                 self._latest = None
                 self._pending = None
             self._pipeline = pipe
@@ -526,11 +529,23 @@ class CollisionCheckerNode(Node):
                     throttle_duration_sec=5.0,
                 )
                 return
+            states = self._states
+            if states is None:
+                return
             try:
-                q = pipe.mapper.from_msg(msg)
+                age = stamp_age(msg.header.stamp, node_now(self))
+                if not states.update(msg.name, msg.position, time.monotonic(), age,
+                                     stamp_ns=stamp_ns(msg.header.stamp)):
+                    return  # names no joint of the model (or only older measurements)
             except ConversionError as exc:
                 self._on_rejected_joint_state(exc)
                 return
+            snap = states.snapshot()
+            if snap.fault:  # waiting for the other publishers' joints (or a refused one)
+                self.get_logger().warning(
+                    f"no clearance table yet: {snap.fault}", throttle_duration_sec=5.0)
+                return
+            q = snap.q
             self._q = q
             stamp = msg.header.stamp
             if stamp.sec == 0 and stamp.nanosec == 0:

@@ -15,8 +15,10 @@ namespace ``~/command`` is ``/velocity_filter/command``):
   forward_command_controller takes. Best-effort QoS, depth 1 (matches reliable and best-effort
   publishers; only the newest command counts).
 - subscribes ``joint_states_topic`` (default ``joint_states``, ``sensor_msgs/JointState``):
-  joints mapped by name (extra joints ignored; missing model joints, non-finite positions or
-  mismatched lengths reject the sample with a throttled error). Best-effort QoS, depth 1.
+  joints merged by name from every publisher (:mod:`.joint_states`: each joint's newest value
+  and stamp; joints the model lacks ignored; non-finite positions, mismatched lengths, a name
+  twice or a stamp ahead of the clock refuse the message and stop at once). Best-effort QoS
+  (matches reliable publishers too), depth 20 (publishers that publish at the same moment).
 - publishes ``output_topic`` (default ``forward_velocity_controller/commands``, i.e.
   ``/forward_velocity_controller/commands`` in the root namespace; ``Float64MultiArray``,
   reliable, depth 1): the filtered command in the order of ``joints``. A valid command's
@@ -46,10 +48,25 @@ during the last half tick; without it, only the tick publishes. Either way at le
 goes out every tick, also when there is nothing to forward, so the controller never holds a
 stale command. The status goes out every tick.
 
-Zero output (never motion) when: no robot model or a configuration error; no joint state yet,
-or the newest is older than ``state_timeout`` ("stale state", until a fresh one arrives); the
-newest joint state was refused ("rejected joint state": NaN/inf, lengths that differ, a model
-joint missing, ...: zeros at once, until a valid one arrives; a state farther than
+Joint states (:mod:`.joint_states`) are merged joint by joint from every publisher. A state's
+age is its header stamp against the node's clock (``use_sim_time`` too): the filter takes the
+arm to be where the outputs sent since that stamp moved it, give or take how much they varied
+(``_SentHistory``), and lowers every distance and joint-limit room by that uncertainty
+(:class:`VelocityFilter`'s ``motion_bound``, "Late states"): a late state costs speed, never
+clearance (``benchmarks/run.py realstate``).
+
+The output layout (joint list and size) is fixed by the first robot model: a later robot
+description that lacks one of its joints is refused (zeros of the same size, a
+"configuration error" naming it) unless ``allow_layout_change``. More than one publisher on the
+command topic is warned about once a second (``single_command_source``: refused). Self pairs
+closer than ``safety_distance_self`` in every sampled configuration of the joint ranges are
+named at start-up and held where they are (``hold_unreachable_pairs``).
+
+Zero output (never motion) when: no robot model or a configuration error; a model joint without
+a state yet, one whose newest state arrived longer than ``state_timeout`` ago or was measured
+longer than ``max_state_age`` ago ("stale state", until a fresh one arrives); a joint state
+was refused ("rejected joint state": NaN/inf, lengths that differ, a name twice, a stamp more
+than ``stamp_tolerance`` ahead: zeros at once, until valid ones arrive; a state farther than
 ``state_limit_tolerance`` outside the position limits: "state out of limits", next cycle); the
 newest command is invalid (wrong length, NaN/inf: zeros until a valid command arrives); no
 command yet or the newest is older than ``command_timeout`` (deadman); the filter faults
@@ -61,7 +78,8 @@ distance) only acts on a live command. Joints of the model that are not in ``joi
 (zero velocity) and taken out of the filter's optimisation.
 
 Fail-safe. Every non-zero output has an expiry: the arrival of the joint state it was computed
-from + ``state_timeout`` (and of its command + ``command_timeout``), arrival meaning the DDS
+from + ``state_timeout``, its stamp + ``max_state_age`` (and its command's arrival +
+``command_timeout``), arrival meaning the DDS
 receive stamp (a callback that a busy executor runs late does not make an old message look
 fresh). A watchdog thread of the node sends zeros at that moment unless a newer output
 replaced it, whatever the executor is doing (a tick delayed by other jobs, a robot model or
@@ -129,14 +147,13 @@ from robot_collision_interfaces.msg import FilterStatus
 from robot_collision_interfaces.msg import WorldObject as WorldObjectMsg
 from robot_collision_interfaces.srv import SetProtection
 
-from ..collision.checker import CollisionChecker
+from ..collision.pair_ranges import unsatisfiable_pairs
 from ..control.velocity_filter import VelocityFilter
 from ..errors import ConfigurationError, RobotCollisionError
 from ..model.robot_model import RobotModel
 from . import moveit
 from .conversions import (
     ConversionError,
-    JointStateMapper,
 )
 from .filter_settings import (
     PARAMETERS,
@@ -152,6 +169,7 @@ from .intake import (
     MessageRejectedError,
     message_limits_from_values,
 )
+from .joint_states import JointStateCache, stamp_age, stamp_ns
 from .message_timing import LatencyRecord, arrival_time
 from .point_clouds import (
     CloudSubscriptions,
@@ -163,7 +181,7 @@ from .point_clouds import (
 )
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
-from .wiring import start_up_settings
+from .wiring import make_checker, start_up_settings
 from .world import WorldModel, WorldTopics, world_qos
 
 __all__ = [
@@ -185,9 +203,72 @@ class _Setup:
 
     robot: RobotModel
     filt: VelocityFilter
-    mapper: JointStateMapper
     cmd_idx: NDArray[np.int64]  # model index of each entry of `joints`
     joints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _SkipSettings:
+    """The filter's CollisionSettings for make_checker (the filter has no pair_padding)."""
+
+    skip_pairs: tuple[tuple[str, str], ...]
+    padding: float
+    skip_rule: str = "parent"
+    use_srdf: bool = True
+    pair_padding: tuple[tuple[str, str, float], ...] = ()
+
+
+class _SentHistory:
+    """The outputs sent, newest last, in memory allocated once: (monotonic time, model-order
+    velocity). Predicts where each joint is since a joint state was measured, and bounds how
+    far from that it may be (:meth:`motion_since`, "Late states" in the module docstring)."""
+
+    def __init__(self, n: int, capacity: int = 4096) -> None:
+        self._t = np.full(capacity, -np.inf)
+        self._v = np.zeros((capacity, n))
+        self._count = 0
+        self._vmax = np.full(n, np.inf)  # speed assumed before the oldest entry kept
+
+    def set_limits(self, vmax: NDArray[np.float64]) -> None:
+        self._vmax = np.where(np.isfinite(vmax), vmax, 1e3)
+
+    def append(self, t: float, v: NDArray[np.float64]) -> None:
+        k = self._count % self._t.shape[0]
+        self._t[k] = t
+        self._v[k] = v
+        self._count += 1
+
+    def motion_since(self, t0: float, now: float, lag: float
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(predicted, bound) (n,) each: where each joint most likely is relative to where it
+        was measured at ``t0`` (rad, m), and how far from that it may be. The joints' speeds
+        over [t0, now] are taken to stay within the range of the outputs in force from
+        ``t0 - lag`` on (the one in force then included: ``lag`` allows for a controller
+        tracking behind; a velocity controller that does not overshoot): joint i moved by
+        (now − t0)·[min_i, max_i], the middle is the prediction, half the width the bound.
+        Zeros before any output (the robot is taken to be at rest until this node commands
+        it); the velocity limits when the outputs of that time are no longer kept."""
+        span = max(now - t0, 0.0)
+        n = self._v.shape[1]
+        if self._count == 0 or span == 0.0:
+            return np.zeros(n), np.zeros(n)
+        cap = self._t.shape[0]
+        kept = min(self._count, cap)
+        start = t0 - lag
+        t = self._t
+        inside = t > start
+        if inside.sum() >= kept:
+            if self._count > cap:  # what was in force before is no longer known
+                return np.zeros(n), self._vmax * span
+            inside[:] = True
+        else:
+            # the newest entry at or before `start` (in force then) counts too
+            older = np.where(t <= start, t, -np.inf)
+            inside[int(np.argmax(older))] = True
+        v = self._v[inside]
+        lo = v.min(axis=0)
+        hi = v.max(axis=0)
+        return 0.5 * (lo + hi) * span, 0.5 * (hi - lo) * span
 
 
 @dataclass
@@ -224,8 +305,8 @@ class VelocityFilterNode(Node):
         self._robot: Optional[RobotModel] = None
         self._config_fault = "no robot model loaded yet"
         self._protection: dict[str, bool] = {}  # service changes, re-applied on rebuilds
-        self._q: Optional[NDArray[np.float64]] = None
-        self._q_time = -math.inf
+        self._states: Optional[JointStateCache] = None  # of the current robot model
+        self._layout: Optional[tuple[str, ...]] = None  # output joints, fixed at first setup
         self._cmd: Optional[NDArray[np.float64]] = None
         self._cmd_error = ""
         self._cmd_time = -math.inf
@@ -236,15 +317,20 @@ class VelocityFilterNode(Node):
         self._last_log: dict[str, float] = {}
         self._timer: Any = None
         # fail-safe state (see "Fail-safe" in the module docstring)
-        self._state_fault = ""  # why the newest joint state was refused ("" = it was fine)
         self._sent: Optional[NDArray[np.float64]] = None  # model-order velocity last sent
+        self._history: Optional[_SentHistory] = None
+        self._hold_report = ""
+        self._sources_fault = ""  # several command publishers with single_command_source
+        self._sources_checked = -math.inf
+        self._sources_seen = 1
         self._expiry = math.inf  # when the output in force stops being valid (monotonic s)
         self._cond = threading.Condition(self._lock)
         self._watchdog_wake = math.inf
         self._stopping = False
         self.stats = {"commands": 0, "rejected_commands": 0, "joint_states": 0,
-                      "rejected_joint_states": 0, "ticks": 0, "published": 0, "zeros": 0,
-                      "watchdog": 0, "errors": 0}
+                      "rejected_joint_states": 0, "ignored_joint_states": 0, "ticks": 0,
+                      "published": 0, "zeros": 0, "watchdog": 0, "errors": 0,
+                      "late_states": 0}
         self.command_latencies = LatencyRecord(200_000)
         """Seconds from a command's arrival (the DDS receive stamp where rclpy provides it, else
         entering the callback) to its output's ``publish()`` returning, newest last."""
@@ -288,8 +374,13 @@ class VelocityFilterNode(Node):
             self, Float64MultiArray, s.command_topic, self._on_command, latest, self._limits,
             self._on_rejected_command, "command", with_info=with_info,
             callback_group=self._control_group, event_callbacks=sub_events)
+        # joint states: several publishers (a controller each, a gripper) publish at the same
+        # moments; a depth of 1 kept only the last of them (the others never arrived)
+        states_qos = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST,
+                                reliability=ReliabilityPolicy.BEST_EFFORT)
         self._state_sub = CheckedSubscription(
-            self, JointState, s.joint_states_topic, self._on_joint_state, latest, self._limits,
+            self, JointState, s.joint_states_topic, self._on_joint_state, states_qos,
+            self._limits,
             self._on_rejected_joint_state, "JointState", with_info=with_info,
             callback_group=self._control_group, event_callbacks=sub_events)
         # ~/world_objects and the shared world_topics (every node's), reliable, deep enough
@@ -373,7 +464,18 @@ class VelocityFilterNode(Node):
 
     def _build_setup(self, robot: RobotModel, s: FilterNodeSettings) -> _Setup:
         """Filter, mapping and groups for ``robot`` (raises RobotCollisionError on bad config)."""
-        joints = s.joints or tuple(robot.joint_names)
+        layout = self._layout
+        if layout is not None and not s.allow_layout_change:
+            joints = layout
+            unknown = [j for j in joints if j not in robot.joint_names]
+            if unknown:
+                raise ConfigurationError(
+                    f"robot description {robot.name!r} refused: it lacks joints {unknown} of "
+                    f"the output layout {list(joints)} fixed at start-up (a controller takes "
+                    "commands of that size and order only); publish the robot's own "
+                    "description, restart the filter, or set allow_layout_change")
+        else:
+            joints = s.joints or tuple(robot.joint_names)
         unknown = [j for j in joints if j not in robot.joint_names]
         if unknown:
             raise ConfigurationError(
@@ -386,8 +488,23 @@ class VelocityFilterNode(Node):
         held = [j for j in robot.joint_names if j not in joints]
         if held:
             groups[_UNCOMMANDED] = held
-        checker = CollisionChecker(robot, padding=s.padding)
+        checker = make_checker(robot, _SkipSettings(s.skip_pairs, s.padding))
         filt = VelocityFilter(checker, s.options, world=self.world.objects(), groups=groups)
+        margin = s.safety_distance_self + s.discrete_margin
+        stuck = unsatisfiable_pairs(checker, margin)
+        self._hold_report = ""
+        if stuck:
+            names = ", ".join(str(r) for r in stuck)
+            self._hold_report = (
+                f"self pairs closer than safety_distance_self + discrete_margin "
+                f"({1000 * margin:.1f} mm) in every sampled configuration of the joint ranges: "
+                f"{names}; " + (
+                    "held where they are (never closer, never asked to separate); disable them "
+                    "in the SRDF or skip_pairs if they can never touch"
+                    if s.hold_unreachable_pairs else
+                    "hold_unreachable_pairs is false: commands may be refused near them"))
+            if s.hold_unreachable_pairs:
+                filt.set_hold_pairs([(r.link_a, r.link_b) for r in stuck])
         if held:
             filt.set_protection(_UNCOMMANDED, False)
         for g, on in self._protection.items():
@@ -399,20 +516,26 @@ class VelocityFilterNode(Node):
         with KernelWarmUp(self.get_logger(), "velocity filter kernels"):
             filt.filter(home, np.zeros(robot.num_joints), s.period)
         filt.reset()
-        return _Setup(robot, filt, JointStateMapper(robot.joint_names), cmd_idx, tuple(joints))
+        return _Setup(robot, filt, cmd_idx, tuple(joints))
 
     def _install(self, setup: Optional[_Setup], robot: Optional[RobotModel], fault: str) -> None:
         with self._lock:
-            if robot is not self._robot:
-                self._q = None
-                self._q_time = -math.inf
-                self._state_fault = ""
+            if robot is not self._robot or self._states is None:
+                self._states = (JointStateCache(robot.joint_names, self._settings.stamp_tolerance)
+                                if robot is not None else None)
+            if robot is not None and (self._history is None or robot is not self._robot):
+                self._history = _SentHistory(robot.num_joints)
+                self._history.set_limits(np.asarray(robot.velocity_limits, dtype=float))
+            if self._states is not None:
+                self._states.future_tolerance = self._settings.stamp_tolerance
             self._sent = None
             n_old = len(self._setup.joints) if self._setup is not None else None
             self._robot = robot
             self._setup = setup
             self._config_fault = fault
             self._world_version = -1
+            if setup is not None and (self._layout is None or self._settings.allow_layout_change):
+                self._layout = setup.joints
             if setup is None or len(setup.joints) != n_old:
                 self._cmd = None  # a command of another length is meaningless now
                 self._cmd_error = ""
@@ -437,6 +560,8 @@ class VelocityFilterNode(Node):
         self.get_logger().info(
             f"filter ready for {len(setup.joints)} joints {list(setup.joints)}; protection "
             f"groups {groups}")
+        if self._hold_report:
+            self.get_logger().warning(self._hold_report)
 
     # ------------------------------------------------------------------ parameters
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
@@ -479,37 +604,49 @@ class VelocityFilterNode(Node):
         arrived = arrival_time(info)
         try:
             self.stats["joint_states"] += 1
-            setup = self._setup
-            if setup is None:
+            states = self._states
+            if states is None:
                 return
-            try:
-                q = setup.mapper.from_msg(msg)
-            except ConversionError as exc:
-                self._reject_joint_state(exc, setup)
-                return
+            clock_now = node_now(self)
+            age = stamp_age(msg.header.stamp, clock_now)
+            if age is not None:
+                age -= time.monotonic() - arrived  # its age when it arrived (it then waited)
             with self._lock:
-                if setup is self._setup:
-                    self._q = q
-                    self._q_time = arrived
-                    self._state_fault = ""
-            if self._settings.point_cloud_topics:
-                self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), q)
+                if states is not self._states:
+                    return
+                try:
+                    used = states.update(msg.name, msg.position, arrived, age,
+                                         stamp_ns=stamp_ns(msg.header.stamp))
+                except ConversionError as exc:
+                    self._reject_joint_state(exc, states, known=True)
+                    return
+                if used == 0:
+                    self.stats["ignored_joint_states"] += 1
+                    return
+                if age is not None and age > self._settings.state_timeout:
+                    self.stats["late_states"] += 1
+                snap = states.snapshot() if self._settings.point_cloud_topics else None
+            if snap is not None and not snap.fault:
+                self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), snap.q)
         except Exception as exc:
             self.stats["errors"] += 1
             if self._throttled("joint state error"):
                 self.get_logger().error(f"joint state processing failed: "
                                         f"{type(exc).__name__}: {exc}")
 
-    def _reject_joint_state(self, exc: ConversionError, setup: Optional[_Setup]) -> None:
-        """A joint state that cannot be used (refused by the intake caps, malformed, or not
-        mappable onto the model of ``setup``)."""
+    def _reject_joint_state(self, exc: ConversionError, states: Optional[JointStateCache],
+                            known: bool = False) -> None:
+        """A joint state that cannot be used (refused by the intake caps, malformed, stamped
+        in the future). ``known``: the cache has already marked the joints it names invalid;
+        else (joints unknown, e.g. over a size cap) every joint is until each arrives again."""
         self.stats["rejected_joint_states"] += 1
         with self._lock:
-            if setup is not None and setup is self._setup:
+            if states is not None and states is self._states:
+                if not known:
+                    states.invalidate(f"refused: {exc}")
                 # a refused state is not the robot's: stop now, not at the timeout
-                self._state_fault = f"rejected joint state: {exc}"
                 if self._expiry < math.inf:  # a non-zero output is in force
-                    self._publish(self._zero_cycle(self._state_fault))
+                    self._publish(self._cycle(time.monotonic()))
         if self._throttled("bad joint state"):
             self.get_logger().error(f"rejected joint state: {exc}")
 
@@ -517,7 +654,7 @@ class VelocityFilterNode(Node):
         """Intake refusal (over a cap, or not CDR) of a joint state."""
         try:
             self.stats["joint_states"] += 1
-            self._reject_joint_state(exc, self._setup)
+            self._reject_joint_state(exc, self._states)
         except Exception as err:
             self.stats["errors"] += 1
             if self._throttled("joint state error"):
@@ -607,22 +744,26 @@ class VelocityFilterNode(Node):
         s = self._settings
         setup = self._setup
         if setup is None:
-            n = len(s.joints)
+            n = self._layout_size()
             return _Cycle(np.zeros(n) if n else None, None, False, self._config_fault)
         n = len(setup.joints)
         zeros = np.zeros(n)
-        if self._state_fault:
-            return _Cycle(zeros, None, False, self._state_fault)
+        states = self._states
+        assert states is not None
+        snap = states.snapshot()
+        if snap.fault.startswith("rejected"):
+            return _Cycle(zeros, None, False, snap.fault)
         if self._cmd_error:
             return _Cycle(zeros, None, False, self._cmd_error)
-        if self._q is None:
+        if self._sources_fault:
+            return _Cycle(zeros, None, False, self._sources_fault)
+        if snap.fault:
             return _Cycle(zeros, None, False,
-                          f"no joint state received yet on {self._state_sub.topic_name}")
-        age = now - self._q_time
-        if age > s.state_timeout:
-            return _Cycle(zeros, None, False,
-                          f"stale state: newest joint state is {age:.3f} s old "
-                          f"(state_timeout {s.state_timeout:g} s)")
+                          f"{snap.fault} on {self._state_sub.topic_name}")
+        stale = self._stale(now, snap.stamp, snap.arrival)
+        if stale:
+            return _Cycle(zeros, None, False, stale)
+        age = now - snap.stamp
         idle = ""
         if self._cmd is None:
             idle = f"no command received yet on {self._command_sub.topic_name}"
@@ -657,16 +798,23 @@ class VelocityFilterNode(Node):
         if not idle:
             qd[setup.cmd_idx] = self._cmd
         sent = self._sent
-        res = filt.filter(self._q, qd, s.period, stamp_age=age,
+        # where the arm is now: the measured state moved on by the outputs in force since its
+        # stamp, give or take how much those outputs varied (see "Late states")
+        q = snap.q
+        bound = None
+        if self._history is not None:
+            moved, bound = self._history.motion_since(snap.stamp, now, s.period)
+            q = q + moved
+        res = filt.filter(q, qd, s.period, stamp_age=age,
                           previous=sent if sent is not None else np.zeros(qd.shape[0]),
-                          elapsed=now - self._last_output)
+                          elapsed=now - self._last_output, motion_bound=bound)
         solve = res.solve_time + res.clearance_time
         if idle:  # zeros; the filter ran on a zero command only for the status' distances
             return _Cycle(zeros, None, False, idle, res.min_distance, 0.0, [], solve)
         if not res.ok:
             return _Cycle(zeros, None, False, res.fault, res.min_distance, 0.0,
                           res.active_constraints, solve)
-        expiry = self._q_time + s.state_timeout
+        expiry = min(snap.arrival + s.state_timeout, snap.stamp + s.max_state_age)
         if s.command_timeout > 0:
             expiry = min(expiry, self._cmd_time + s.command_timeout)
         return _Cycle(res.velocity[setup.cmd_idx], self._cmd_layout, True, "",
@@ -674,18 +822,42 @@ class VelocityFilterNode(Node):
 
     def _zero_cycle(self, fault: str) -> _Cycle:
         setup = self._setup
-        n = len(setup.joints) if setup is not None else len(self._settings.joints)
+        n = len(setup.joints) if setup is not None else self._layout_size()
         return _Cycle(np.zeros(n) if n or setup is not None else None, None, False, fault)
+
+    def _layout_size(self) -> int:
+        """Length of the output when no filter is set up (a refused robot description)."""
+        if self._layout is not None:
+            return len(self._layout)
+        return len(self._settings.joints)
+
+    def _stale(self, now: float, stamp: float, arrival: float) -> str:
+        """Why the merged state (oldest needed joint measured at ``stamp``, arrived at
+        ``arrival``) may not be used at ``now`` ("" = it may)."""
+        s = self._settings
+        states = self._states
+        if now - arrival > s.state_timeout:
+            name, age = states.oldest(now) if states is not None else ("", now - arrival)
+            return (f"stale state: joint {name!r} last arrived {age:.3f} s ago on "
+                    f"{self._state_sub.topic_name} (state_timeout {s.state_timeout:g} s)")
+        if now - stamp > s.max_state_age:
+            name, age = states.oldest(now, by="stamp") if states is not None else (
+                "", now - stamp)
+            return (f"stale state: joint {name!r} was measured {age:.3f} s ago by its stamp "
+                    f"(max_state_age {s.max_state_age:g} s; a late publisher or clocks that "
+                    "disagree)")
+        return ""
 
     def _expired(self, now: float) -> str:
         """Why an output computed earlier is no longer valid at ``now``."""
-        s = self._settings
-        age = now - self._q_time
-        if age > s.state_timeout:
-            return (f"stale state: newest joint state is {age:.3f} s old "
-                    f"(state_timeout {s.state_timeout:g} s)")
+        states = self._states
+        if states is not None:
+            snap = states.snapshot()
+            why = snap.fault or self._stale(now, snap.stamp, snap.arrival)
+            if why:
+                return why
         return (f"command timeout: newest command is {now - self._cmd_time:.3f} s old "
-                f"(command_timeout {s.command_timeout:g} s)")
+                f"(command_timeout {self._settings.command_timeout:g} s)")
 
     @staticmethod
     def _output_msg(cycle: _Cycle) -> Optional[Float64MultiArray]:
@@ -722,6 +894,8 @@ class VelocityFilterNode(Node):
             if cycle.ok:
                 sent[setup.cmd_idx] = cycle.velocity
             self._sent = sent
+            if self._history is not None:
+                self._history.append(now, sent)
         if cycle.ok and cycle.velocity.any():
             self._expiry = cycle.expiry
             if cycle.expiry < self._watchdog_wake:
@@ -777,10 +951,37 @@ class VelocityFilterNode(Node):
         else:
             self.get_logger().error(f"publishing zeros: {fault}")
 
+    def _check_command_sources(self, now: float) -> None:
+        """Once a second: warn while several nodes publish commands (their commands interleave:
+        the output flips between them); with ``single_command_source`` refuse them all."""
+        if now - self._sources_checked < 1.0:
+            return
+        self._sources_checked = now
+        infos = self.get_publishers_info_by_topic(self._command_sub.topic_name)
+        count = len(infos)
+        fault = ""
+        if count > 1:
+            nodes = sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos})
+            what = (f"{count} publishers on {self._command_sub.topic_name} (nodes "
+                    f"{', '.join(nodes)}): their commands interleave")
+            if self._settings.single_command_source:
+                fault = (f"several command sources: {what}; single_command_source refuses "
+                         "commands until one publisher remains")
+            if count != self._sources_seen or self._throttled("command sources", 10.0):
+                self.get_logger().warning(
+                    what + ("; refusing commands (single_command_source)" if fault else
+                            "; set single_command_source to refuse them"))
+        elif self._sources_seen > 1:
+            self.get_logger().info(f"one publisher on {self._command_sub.topic_name} again")
+        self._sources_seen = count
+        with self._lock:
+            self._sources_fault = fault
+
     def _on_tick(self) -> None:
         try:
             self.stats["ticks"] += 1
             now = time.monotonic()
+            self._check_command_sources(now)
             with self._lock:
                 s = self._settings
                 if not s.filter_on_command or now - self._last_output >= 0.5 * s.period:

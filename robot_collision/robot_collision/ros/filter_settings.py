@@ -13,7 +13,7 @@ from ..control.velocity_filter import FilterOptions
 from ..errors import ConfigurationError
 from .intake import LIMIT_PARAMETERS, validate_limit_parameter
 from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
-from .wiring import apply_parameter_values
+from .wiring import apply_parameter_values, parse_pair, string_entries
 from .world import WORLD_PARAMETERS, WORLD_TOPICS, validate_world_parameter
 
 __all__ = [
@@ -58,9 +58,53 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "",
     ),
     "state_timeout": (
-        _OPTS.state_timeout,
-        "A joint state older than this (s, since it was received) is stale: zeros are published.",
+        0.1,
+        "Every model joint must have arrived on the joint-state topic within this (s; joints "
+        "are merged from every publisher, each joint's newest message counts), else the state "
+        "is stale: zeros are published (a dead or stalled publisher).",
         "> 0",
+    ),
+    "max_state_age": (
+        0.5,
+        "A joint state measured longer ago than this (s, by its header stamp on the node's "
+        "clock, use_sim_time included) is stale: zeros. Younger late states are used with the "
+        "motion possible since their stamp (the commands in force over the age) subtracted "
+        "from every distance: a late state costs speed, never clearance.",
+        "> 0",
+    ),
+    "stamp_tolerance": (
+        0.05,
+        "A joint state stamped more than this (s) ahead of the node's clock is refused (a wrong "
+        "clock is not a fresh state); within it, it counts as measured on arrival.",
+        ">= 0",
+    ),
+    "allow_layout_change": (
+        False,
+        "The output layout (joint list and size) is fixed when the first robot model loads; "
+        "a later robot description that lacks one of those joints is refused (zeros, a fault "
+        "naming it). True: a new description may change the layout (only with a controller "
+        "that accepts it).",
+        "",
+    ),
+    "single_command_source": (
+        False,
+        "Refuse commands (zeros, fault naming the publishers) while more than one node "
+        "publishes on command_topic; false: only warn. rclpy does not tell which publisher "
+        "sent a message, so commands of the first cannot be told from the others'.",
+        "",
+    ),
+    "skip_pairs": (
+        [],
+        "Extra self pairs never checked, each 'linkA=linkB' (as the planner's and checker's).",
+        "'linkA=linkB', model links",
+    ),
+    "hold_unreachable_pairs": (
+        True,
+        "Self pairs closer than safety_distance_self + discrete_margin in every sampled "
+        "configuration of the joint ranges (measured at load, logged by name) are held where "
+        "they are (never asked to separate, never allowed closer); false: they are constrained "
+        "like any pair (and may refuse every command).",
+        "",
     ),
     "command_timeout": (
         0.2,
@@ -73,13 +117,13 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         _OPTS.influence_distance_self,
         "Self pairs closer than this (m) are constrained.", "> safety_distance_self + margin"),
     "safety_distance_self": (
-        _OPTS.safety_distance_self, "Self pairs never get closer than this (m).", "finite"),
+        _OPTS.safety_distance_self, "Self pairs never get closer than this (m).", ">= 0"),
     "influence_distance_env": (
         _OPTS.influence_distance_env,
         "Robot-world pairs closer than this (m) are constrained.",
         "> safety_distance_env + margin"),
     "safety_distance_env": (
-        _OPTS.safety_distance_env, "Robot-world pairs never get closer than this (m).", "finite"),
+        _OPTS.safety_distance_env, "Robot-world pairs never get closer than this (m).", ">= 0"),
     "gain": (_OPTS.gain, "Approach speed allowed at the influence distance (m/s).", "> 0"),
     "recovery_speed": (
         _OPTS.recovery_speed,
@@ -143,8 +187,7 @@ READ_ONLY = ("joints", "command_topic", "output_topic", "joint_states_topic", "w
 _OPTION_NAMES = (
     "influence_distance_self", "safety_distance_self", "influence_distance_env",
     "safety_distance_env", "gain", "recovery_speed", "discrete_margin", "joint_limit_margin",
-    "joint_limit_gain", "velocity_scale", "state_timeout", "braking_fraction",
-    "state_limit_tolerance",
+    "joint_limit_gain", "velocity_scale", "braking_fraction", "state_limit_tolerance",
 )
 
 
@@ -159,7 +202,13 @@ class FilterNodeSettings:
     joint_states_topic: str = "joint_states"
     rate: float = 250.0
     filter_on_command: bool = True
-    state_timeout: float = _OPTS.state_timeout
+    state_timeout: float = 0.1
+    max_state_age: float = 0.5
+    stamp_tolerance: float = 0.05
+    allow_layout_change: bool = False
+    single_command_source: bool = False
+    skip_pairs: tuple[tuple[str, str], ...] = ()
+    hold_unreachable_pairs: bool = True
     command_timeout: float = 0.2
     padding: float = 0.0
     influence_distance_self: float = _OPTS.influence_distance_self
@@ -259,15 +308,30 @@ def _validate_one(name: str, value: Any) -> Any:
         if v < _MIN_RATE:
             raise ConfigurationError(f"rate must be >= {_MIN_RATE:g} Hz, got {value!r}")
         return v
-    if name == "filter_on_command":
+    if name in ("filter_on_command", "allow_layout_change", "single_command_source",
+                "hold_unreachable_pairs"):
         if not isinstance(value, bool):
             raise ConfigurationError(f"{name} must be true or false, got {value!r}")
         return value
-    if name == "command_timeout":
+    if name in ("command_timeout", "stamp_tolerance"):
         v = _float(value, name)
         if v < 0:
-            raise ConfigurationError(f"command_timeout must be >= 0 s, got {value!r}")
+            raise ConfigurationError(f"{name} must be >= 0 s, got {value!r}")
         return v
+    if name in ("state_timeout", "max_state_age"):
+        v = _float(value, name)
+        if not v > 0:
+            raise ConfigurationError(f"{name} must be > 0 s, got {value!r}")
+        return v
+    if name in ("safety_distance_self", "safety_distance_env"):
+        v = _float(value, name)
+        if v < 0:
+            raise ConfigurationError(
+                f"{name} must be >= 0 m, got {value!r} (a negative safety distance allows "
+                "penetration; switch a group's protection off to let it touch)")
+        return v
+    if name == "skip_pairs":
+        return tuple(parse_pair(v, "skip_pairs entry") for v in string_entries(value, name))
     if name == "padding":
         v = _float(value, name)
         if v < 0:
@@ -307,6 +371,7 @@ def _with_options(settings: FilterNodeSettings) -> FilterNodeSettings:
     """``settings`` with ``options`` rebuilt (raises ConfigurationError when inconsistent)."""
     opts = FilterOptions(
         **{n: getattr(settings, n) for n in _OPTION_NAMES},
+        state_timeout=settings.max_state_age,
         weights=settings.weights or None,
         acceleration_limits=settings.acceleration_limits or None,
     )
@@ -329,6 +394,7 @@ def settings_from_values(
         if strict:
             raise
         names = [n for n in values
-                 if n in _OPTION_NAMES or n in ("weights", "acceleration_limits")]
+                 if n in _OPTION_NAMES or n in ("weights", "acceleration_limits",
+                                                "max_state_age")]
         errors.append(f"{exc}; using the previous values of {names}")
         return _with_options(replace(new, **{n: getattr(settings, n) for n in names})), errors

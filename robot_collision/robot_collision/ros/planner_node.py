@@ -131,7 +131,9 @@ from .intake import (
     decode,
     message_limits_from_values,
 )
+from .joint_states import JointStateCache, stamp_age, stamp_ns
 from .markers import PlannedPathMarkers
+from .message_timing import arrival_time
 from .planner_execution import (
     GoalContext,
     Pipeline,
@@ -178,8 +180,8 @@ class PlannerNode(Node):
         self._lock = threading.RLock()
         self._state_lock = threading.Lock()  # the joint-state reader and the newest state
         self._pipeline: Optional[Pipeline] = None
-        self._q: Optional[NDArray[np.float64]] = None
-        self._q_robot: Optional[RobotModel] = None
+        self._states: Optional[JointStateCache] = None  # of self._states_robot
+        self._states_robot: Optional[RobotModel] = None
         self._goals: dict[bytes, GoalContext] = {}
         self._active: Optional[GoalContext] = None
         self._markers: Optional[PlannedPathMarkers] = None
@@ -387,22 +389,31 @@ class PlannerNode(Node):
 
     # ------------------------------------------------------------------ topics
     def _read_joint_states(self) -> None:
-        """Take the joint states waiting in the reader; the newest good one becomes the start
-        state (call with ``_state_lock`` held)."""
+        """Take the joint states waiting in the reader into the per-joint merged state
+        (:class:`JointStateCache`; call with ``_state_lock`` held)."""
         pipe = self._pipeline
-        for raw, _ in self._state_reader.take():
+        for raw, info in self._state_reader.take():
             if pipe is None:
                 continue
+            if self._states is None or self._states_robot is not pipe.robot:
+                self._states = JointStateCache(pipe.robot.joint_names)
+                self._states_robot = pipe.robot
+            arrived = arrival_time(info)
             try:
                 msg = decode(raw, JointState, self._limits(), "JointState")
-                q = pipe.mapper.from_msg(msg)
+                age = stamp_age(msg.header.stamp, node_now(self))
+                if age is not None:
+                    age -= time.monotonic() - arrived  # its age when it arrived
+                if not self._states.update(msg.name, msg.position, arrived, age,
+                                           stamp_ns=stamp_ns(msg.header.stamp)):
+                    continue
             except ConversionError as exc:
                 self._on_rejected_joint_state(exc)
                 continue
-            self._q = q
-            self._q_robot = pipe.robot
             if self._settings.point_cloud_topics:
-                self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), q)
+                snap = self._states.snapshot()
+                if not snap.fault:
+                    self.clouds.joints.add(stamp_seconds(msg.header.stamp, self), snap.q)
 
     def _on_rejected_joint_state(self, exc: ConversionError) -> None:
         self.get_logger().error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
@@ -430,9 +441,34 @@ class PlannerNode(Node):
                 self.get_logger().error(f"reading joint states failed: {type(exc).__name__}: "
                                         f"{exc}", throttle_duration_sec=2.0)
             pipe = self._pipeline
-            if self._q is None or pipe is None or self._q_robot is not pipe.robot:
+            states = self._states
+            if states is None or pipe is None or self._states_robot is not pipe.robot:
                 return None
-            return self._q.copy()
+            snap = states.snapshot()
+            return None if snap.fault else snap.q
+
+    def _current_start(self, max_age: float) -> tuple[Optional[NDArray[np.float64]], str]:
+        """(the merged joint state, "") when every joint is fresher than ``max_age`` (s) by
+        arrival and by stamp; else (None, why not)."""
+        if self.latest_joint_state() is None:
+            states = self._states
+            if states is None:
+                return None, f"no joint state received on {self._joint_topic()}"
+            return None, f"{states.snapshot().fault} on {self._joint_topic()}"
+        with self._state_lock:
+            states = self._states
+            assert states is not None
+            snap = states.snapshot()
+            now = time.monotonic()
+            for by, t in (("arrival", snap.arrival), ("stamp", snap.stamp)):
+                if now - t > max_age:
+                    name, age = states.oldest(now, by=by)
+                    how = "last received" if by == "arrival" else "measured (header stamp)"
+                    return None, (
+                        f"the start state is stale: joint {name!r} was {how} {age:.2f} s ago "
+                        f"on {self._joint_topic()} (start_state_max_age {max_age:g} s); is "
+                        "its joint_states publisher running?")
+            return snap.q, ""
 
     # ------------------------------------------------------------------ action callbacks
     def _on_goal(self, goal_request: Any) -> GoalResponse:
@@ -577,17 +613,16 @@ class PlannerNode(Node):
             return req.start
         timeout = pipe.settings.joint_state_timeout
         deadline = time.monotonic() + timeout
-        while True:  # polls the reader (only while a goal waits for its first joint state)
-            q = self.latest_joint_state()
+        while True:  # polls the reader (only while a goal waits for a current joint state)
+            q, why = self._current_start(pipe.settings.start_state_max_age)
             if q is not None:
                 break
             left = deadline - time.monotonic()
             if left <= 0:
                 raise GoalError(
                     ErrorCode.INVALID_GOAL,
-                    f"no joint state received on {self._joint_topic()} within "
-                    f"{timeout:g} s: publish joint states or set use_start and "
-                    "start_positions")
+                    f"{why} (waited joint_state_timeout {timeout:g} s): publish joint states "
+                    "or set use_start and start_positions")
             if ctx.stop.wait(min(left, 0.005)):
                 raise PlanningCancelledError("stopped while waiting for a joint state")
         tol = pipe.settings.start_limit_tolerance

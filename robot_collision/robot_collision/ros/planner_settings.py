@@ -147,8 +147,18 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
     ),
     "joint_state_timeout": (
         1.0,
-        "Seconds a goal without use_start waits for a first joint state before INVALID_GOAL.",
+        "Seconds a goal without use_start waits for a current joint state (every model joint "
+        "fresher than start_state_max_age) before INVALID_GOAL naming the missing or stale "
+        "joints.",
         ">= 0",
+    ),
+    "start_state_max_age": (
+        0.5,
+        "A start state from joint_states whose oldest joint arrived, or was measured (header "
+        "stamp), longer ago than this (s) is stale: the goal waits for a fresh one (at most "
+        "joint_state_timeout), then fails with INVALID_GOAL naming the stale joint. Joints are "
+        "merged from every publisher.",
+        "> 0",
     ),
     "start_limit_tolerance": (
         0.001,
@@ -227,6 +237,7 @@ class PlannerSettings:
     cloud_max_pixels: int = 200_000
     cloud_tf_timeout: float = 0.2
     joint_state_timeout: float = 1.0
+    start_state_max_age: float = 0.5
     start_limit_tolerance: float = 0.001
     feedback_rate: float = 10.0
     warm_up: bool = True
@@ -273,6 +284,11 @@ def _validate_one(name: str, value: Any) -> Any:
         v = _number(value, name)
         if not 0.0 <= v < 1.0:
             raise ConfigurationError(f"{name} must be in [0, 1), got {value!r}")
+        return v
+    if name == "start_state_max_age":
+        v = _number(value, name)
+        if not v > 0:
+            raise ConfigurationError(f"{name} must be > 0 s, got {value!r}")
         return v
     if name in ("joint_state_timeout", "start_limit_tolerance"):
         v = _number(value, name)

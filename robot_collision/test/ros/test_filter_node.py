@@ -321,8 +321,13 @@ def test_bad_joint_states_are_rejected(ros: Any, robot: RobotModel) -> None:
     pub = rig.helper.create_publisher(JointState, "joint_states", 10)
     assert ros.wait_for_subscribers(pub)
     names = list(robot.joint_names)
+    # a state naming only some joints is not refused (joints are merged from every publisher)
+    # but the filter waits for the others
+    pub.publish(JointState(name=names[:6], position=[0.0] * 6))
+    rig.cmd.send([0.1] * 7)
+    st = _status_after(rig, time.monotonic(), lambda m: "(1 of 7 needed)" in m.fault)
+    assert st is not None and st.fault.startswith("no joint state yet for joints ['joint7']")
     bad = [
-        (names[:6], [0.0] * 6),  # a model joint missing
         (names, [0.0] * 6),  # lengths differ
         (names, [0.0] * 6 + [math.nan]),  # non-finite
         ([*names[:6], "joint1"], [0.0] * 7),  # a name twice
@@ -410,13 +415,13 @@ def test_watchdog_sends_zeros_without_the_executor(ros: Any, robot: RobotModel) 
 
 
 def test_refused_joint_state_stops_at_once(ros: Any, robot: RobotModel) -> None:
-    """A refused joint state (NaN, a model joint missing, lengths that differ) is not driven on
-    until the state timeout: zeros go out at once and until a valid state arrives."""
+    """A refused joint state (NaN, lengths that differ) is not driven on until the state
+    timeout: zeros go out at once and until a valid state arrives. (A state naming only some
+    joints is not refused: see test_split_publishers.)"""
     rig, states = _moving(ros, robot, state_timeout=0.5, command_timeout=0.0)
     names = list(robot.joint_names)
     bad_states = [
         (names, [0.0] * 6 + [math.nan]),
-        (names[:6], [0.0] * 6),
         (names, [0.0] * 8),
     ]
     for bad_names, positions in bad_states:
@@ -549,6 +554,10 @@ def test_parameter_changes_are_validated(ros: Any) -> None:
     assert all(r.successful for r in results)
     assert node.settings.options.safety_distance_env == 0.05
     assert node.settings.rate == 40.0
+    # a negative safety distance would allow penetration: refused with the reason
+    [res] = node.set_parameters([Parameter("safety_distance_env", value=-0.1)])
+    assert not res.successful and "safety_distance_env must be >= 0" in res.reason
+    assert node.settings.options.safety_distance_env == 0.05
     time.sleep(0.1)
     rig.status.clear()
     time.sleep(1.0)
@@ -599,3 +608,114 @@ def test_filter_on_ticks_only(ros: Any) -> None:
     assert res.successful
     rig.cmd.send([0.0, 0.0, 0.0, 0.0, 0.2, 0.0, 0.0])
     assert ros.wait_until(lambda: len(rig.node.command_latencies) > 0, 5.0)
+
+
+# --------------------------------------------------------------------------- real state streams
+def test_split_publishers_are_merged(ros: Any, robot: RobotModel) -> None:
+    """The arm's joints on two publishers (a controller each) plus a gripper publisher of a
+    joint the model lacks: merged joint by joint, the command passes on every tick."""
+    rig = _start(ros, arm=False, state_timeout=0.2)
+    arm_pub = rig.helper.create_publisher(JointState, "joint_states", 10)
+    wrist_pub = rig.helper.create_publisher(JointState, "joint_states", 10)
+    grip_pub = rig.helper.create_publisher(JointState, "joint_states", 10)
+    names = list(robot.joint_names)
+
+    def publish() -> None:
+        stamp = rig.helper.get_clock().now().to_msg()
+        arm_pub.publish(JointState(name=names[:5], position=[0.0] * 5))
+        wrist_pub.publish(JointState(name=names[5:], position=[0.0] * 2))
+        msg = JointState(name=["gripper_finger_joint"], position=[0.01])
+        msg.header.stamp = stamp
+        grip_pub.publish(msg)
+
+    timer = rig.helper.create_timer(0.01, publish)
+    try:
+        rig.cmd.value = [0.1] + [0.0] * 6
+        got = rig.out.wait_for(lambda m: list(m.data) == rig.cmd.value, 5.0)
+        assert got is not None, (rig.status.last.fault, str(rig.node.stats))
+        rig.status.clear()
+        time.sleep(1.0)
+        statuses = list(rig.status.messages)
+        assert statuses and all(m.ok for m in statuses), {m.fault for m in statuses}
+        assert rig.node.stats["rejected_joint_states"] == 0
+        assert rig.node.stats["ignored_joint_states"] > 0  # the gripper's
+    finally:
+        rig.helper.destroy_timer(timer)
+
+
+def test_future_stamps_and_stale_stamps_stop(ros: Any, robot: RobotModel) -> None:
+    """A state stamped 10 s ahead is refused; one stamped older than max_state_age is stale,
+    however regularly it arrives."""
+    rig = _start(ros, arm=False, max_state_age=0.3)
+    pub = rig.helper.create_publisher(JointState, "joint_states", 10)
+    names = list(robot.joint_names)
+    offset = [0.0]
+
+    def publish() -> None:
+        t = rig.helper.get_clock().now().nanoseconds * 1e-9 + offset[0]
+        msg = JointState(name=names, position=[0.0] * 7)
+        msg.header.stamp.sec = int(t)
+        msg.header.stamp.nanosec = int((t - int(t)) * 1e9)
+        pub.publish(msg)
+
+    timer = rig.helper.create_timer(0.01, publish)
+    try:
+        rig.cmd.value = [0.1] + [0.0] * 6
+        assert rig.out.wait_for(lambda m: any(m.data), 5.0) is not None
+        offset[0] = 10.0
+        st = _status_after(rig, time.monotonic(), lambda m: "ahead of this node's clock" in m.fault)
+        assert st is not None and not st.ok
+        offset[0] = -0.5  # arrives every 10 ms, measured 0.5 s ago
+        st = _status_after(rig, time.monotonic(), lambda m: "max_state_age" in m.fault)
+        assert st is not None and not st.ok and "stale state" in st.fault
+        time.sleep(0.2)
+        t = time.monotonic()
+        time.sleep(0.3)
+        assert all(not z.any() for z in _outputs_since(rig, t))
+        offset[0] = -0.1  # 100 ms late: used (slower near obstacles), not refused
+        assert rig.out.wait_for(lambda m: any(m.data), 5.0) is not None
+    finally:
+        rig.helper.destroy_timer(timer)
+
+
+def test_foreign_description_keeps_the_output_layout(ros: Any) -> None:
+    """The first robot fixes the output layout; a description lacking those joints is refused
+    (zeros of the same size, a fault naming it)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    from robot_collision import data_path
+
+    ns = ros.namespace()
+    node = ros.add_node(VelocityFilterNode(
+        context=ros.context, namespace=ns,
+        parameter_overrides=[Parameter("rate", value=RATE)]))
+    helper = ros.helper(ns)
+    _created.extend([node, helper])
+    out = ros.collect(helper, Float64MultiArray, "forward_velocity_controller/commands")
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    pub = helper.create_publisher(String, "robot_description", latched)
+    pub.publish(String(data=Path(URDF).read_text(encoding="utf-8")))
+    assert out.wait_for(lambda m: len(m.data) == 7, 30.0) is not None
+    pub.publish(String(data=Path(data_path("urdf", "two_link.urdf")).read_text(
+        encoding="utf-8")))
+    assert ros.wait_until(lambda: "refused" in node.last_status[1], 10.0), node.last_status
+    assert "lacks joints" in node.last_status[1]
+    out.clear()
+    time.sleep(0.3)
+    assert out.messages and all(len(m.data) == 7 and not any(m.data) for m in out.messages)
+
+
+def test_several_command_sources_are_reported_and_refused(ros: Any) -> None:
+    rig = _start(ros, single_command_source=True)
+    rig.cmd.value = [0.1] + [0.0] * 6
+    assert rig.out.wait_for(lambda m: any(m.data), 5.0) is not None
+    second = rig.helper.create_publisher(Float64MultiArray, "velocity_filter/command", 10)
+    try:
+        st = _status_after(rig, time.monotonic(), lambda m: "several command sources" in m.fault,
+                           timeout=5.0)
+        assert st is not None and not st.ok and "2 publishers" in st.fault
+    finally:
+        rig.helper.destroy_publisher(second)
+    assert rig.out.wait_for(lambda m: any(m.data), 5.0) is not None  # one source again

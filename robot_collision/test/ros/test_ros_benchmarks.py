@@ -57,3 +57,24 @@ def test_soak_small() -> None:
     assert r["goals_succeeded"] == r["goals_sent"] >= 1
     assert r["nodes"]["planner"]["idle_cpu_pct"] <= 2.0, r["nodes"]["planner"]
     assert set(r["exit_codes"].values()) == {0}, r["exit_codes"]
+
+
+def test_realstate_small() -> None:
+    """Issue 18 (``benchmarks/run.py realstate``): the filter and the planner as processes fed
+    a lagging, split, stopped and foreign robot state over real topics; judged against the mock
+    arm's own (true) positions and the wall primitive."""
+    import bench_realstate
+
+    r = bench_realstate.realstate(lags=(250,), push_s=2.5, split_s=2.5, escapes=60,
+                                  panda=False, stale_s=1.5, kills=0)
+    assert "error" not in r, r
+    lag = r["lag"]["250ms"]
+    assert lag["min_true_clearance_mm"] >= lag["margin_mm"] - 3.0, lag
+    for mode, v in r["split"].items():
+        assert v["nonzero_output_fraction"] >= 0.9 and v["ok_to_fault_flips"] == 0, (mode, v)
+    assert r["escapes"]["default_arm"]["escapes_zeroed"] == 0, r["escapes"]
+    goal = r["stale_goal"]
+    assert goal["error_code"] == "INVALID_GOAL" and "stale" in goal["message"], goal
+    desc = r["foreign_description"]
+    assert desc["output_sizes_before"] == [7] and desc["output_sizes_after"] == [7], desc
+    assert desc["refusal_logged"], desc
