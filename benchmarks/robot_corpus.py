@@ -238,6 +238,15 @@ class PinOracle:
                 (int(kin.qidx[li]), jm.idx_q, jm.nq, float(kin.scale[li]), float(kin.offset[li]))
             )
 
+        # planar and floating joints (our virtual joints J/x, ...): pinocchio's JointModelPlanar
+        # (x, y, cos, sin) and JointModelFreeFlyer (x, y, z, quaternion x y z w)
+        self._multi: list[tuple[str, list[int], int]] = []  # (type, our indices, idx_q)
+        for jname, (jtype, variables) in getattr(robot, "multi_dof_joints", {}).items():
+            if self.model.existJointName(jname):
+                jm = self.model.joints[self.model.getJointId(jname)]
+                self._multi.append(
+                    (jtype, [robot.joint_index(v) for v in variables], int(jm.idx_q)))
+
     def q_pin(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
         """pinocchio configuration for our configuration ``q`` (n,)."""
         qp = self.pin.neutral(self.model)
@@ -248,6 +257,13 @@ class PinOracle:
             else:  # continuous joint: (cos, sin)
                 qp[iq] = np.cos(v)
                 qp[iq + 1] = np.sin(v)
+        for jtype, idx, iq in self._multi:
+            v = q[idx]
+            if jtype == "planar":
+                qp[iq : iq + 4] = [v[0], v[1], np.cos(v[2]), np.sin(v[2])]
+            else:  # floating: x y z yaw pitch roll, R = Rz(yaw) Ry(pitch) Rx(roll)
+                quat = self.pin.Quaternion(self.pin.rpy.rpyToMatrix(v[5], v[4], v[3]))
+                qp[iq : iq + 7] = [v[0], v[1], v[2], quat.x, quat.y, quat.z, quat.w]
         return qp
 
     def update(self, q: NDArray[np.float64]) -> None:
