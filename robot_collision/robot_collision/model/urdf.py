@@ -197,18 +197,26 @@ XacroArgs = Optional[Mapping[str, str]]
 _XACRO_LOCK = threading.Lock()  # xacro keeps its file and macro stacks in module globals
 
 
+def _is_xacro_namespace(uri: Optional[str]) -> bool:
+    """xacro's namespace as files write it: http://www.ros.org/wiki/xacro, http://ros.org/wiki/
+    xacro, http://wiki.ros.org/xacro (with or without a trailing slash)."""
+    if not uri:
+        return False
+    u = uri.strip().rstrip("/").lower()
+    return u.endswith("xacro") and "ros.org" in u
+
+
 def is_xacro(root: Any) -> bool:
     """Whether the parsed document ``root`` is an unexpanded xacro file: an element or
     attribute in the xacro namespace, or a ``$(...)`` / ``${...}`` substitution in an
     attribute or text (decided on the parsed document, like the DOCTYPE check)."""
-    if any(uri == XACRO_NAMESPACE for uri in (root.nsmap or {}).values()):
+    if any(_is_xacro_namespace(uri) for uri in (root.nsmap or {}).values()):
         return True
-    prefix = "{" + XACRO_NAMESPACE + "}"
     for el in root.iter():
-        if isinstance(el.tag, str) and el.tag.startswith(prefix):
+        if isinstance(el.tag, str) and _is_xacro_namespace(el.tag[1:].partition("}")[0]):
             return True
         for name, value in el.attrib.items():
-            if name.startswith(prefix) or "$(" in value or "${" in value:
+            if _is_xacro_namespace(name[1:].partition("}")[0]) or "$(" in value or "${" in value:
                 return True
         if el.text and ("$(" in el.text or "${" in el.text):
             return True

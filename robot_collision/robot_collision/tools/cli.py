@@ -189,8 +189,9 @@ def check_model(args: argparse.Namespace) -> int:
         for vname, vtype, parent, child in robot.srdf.virtual_joints:
             out.append(
                 f"  SRDF virtual_joint {vname!r} ({vtype}) attaches {child!r} to frame "
-                f"{parent!r}: not a configuration variable here (the model's root is fixed; "
-                "give the URDF a planar/floating joint to move the base)"
+                f"{parent!r}" + ("" if vtype == "fixed" else
+                                 ": no configuration variable here (the model's root stays "
+                                 "fixed; give the URDF a planar/floating joint to move it)")
             )
     if robot.multi_dof_joints:
         out.append("  planar/floating joints (expanded into virtual joints, see the limits):")

@@ -117,6 +117,8 @@ def test_xacro_without_the_package_is_refused_with_how(
     '<robot name="$(arg name)"><link name="$(arg name)"/></robot>',
     '<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro"><link name="a"/></robot>',
     '<robot name="r"><link name="${prefix}a"/></robot>',
+    '<robot name="r" xmlns:xacro="http://ros.org/wiki/xacro"><link name="a"/></robot>',  # ABB
+    '<robot name="r"><x:include xmlns:x="http://wiki.ros.org/xacro/" filename="a"/></robot>',
 ])
 def test_xacro_text_is_refused_not_loaded_as_garbage(text: str) -> None:
     """Issue 21: an unexpanded xacro loaded as one link named '$(arg name)', exit 0. Text
