@@ -33,6 +33,7 @@ from ..errors import RobotCollisionError
 from ..load_limits import LoadLimits
 from ..model.robot_model import RobotModel
 from .intake import DEFAULT_MESSAGE_LIMITS, MessageLimits, MessageRejectedError, checked_callback
+from .wiring import type_empty_list
 from .world import resolve_resource_path
 
 __all__ = ["RobotLoader", "build_robot_model", "ROBOT_PARAMETERS"]
@@ -195,6 +196,9 @@ class RobotLoader:
                  "(e.g. 'max_urdf_bytes=20000000', 'max_mesh_vertices=10000000'); read at "
                  "start-up.", read_only=True),
         )
+        # typed empty string arrays, not byte arrays (ros2 param describe / dump; wiring)
+        for name in ("package_dirs", "load_limits"):
+            type_empty_list(node, name)
         if limits is None:
             entries = [e for e in (self._param("load_limits", []) or []) if str(e).strip()]
             try:

@@ -36,6 +36,7 @@ __all__ = [
     "plain_value",
     "start_up_settings",
     "string_entries",
+    "type_empty_list",
     "validate_collision_parameter",
 ]
 
@@ -92,14 +93,14 @@ def declare_parameter_table(
             ),
         )
         if isinstance(default, (list, tuple)) and len(default) == 0:
-            _type_empty_list(node, name)
+            type_empty_list(node, name)
 
 
 NUMBER_LIST_PARAMETERS = frozenset({"acceleration_limits", "weights", "initial_positions"})
 """List parameters of numbers; every other list parameter holds strings."""
 
 
-def _type_empty_list(node: Any, name: str) -> None:
+def type_empty_list(node: Any, name: str) -> None:
     """Give an empty list parameter its element type. rclpy types a value ``[]`` as a byte
     array: ``ros2 param describe`` then says "byte array", ``ros2 param set`` of a string list
     onto it needs the dynamic typing, and a dump/reuse round trip does not show what belongs
@@ -113,8 +114,16 @@ def _type_empty_list(node: Any, name: str) -> None:
         return
     kind = (Parameter.Type.DOUBLE_ARRAY if name in NUMBER_LIST_PARAMETERS
             else Parameter.Type.STRING_ARRAY)
+    typed = Parameter(name, kind, [])
     with contextlib.suppress(Exception):  # a callback refusing it leaves the byte array
-        node.set_parameters([Parameter(name, kind, [])])
+        result = node.set_parameters([typed])
+        if not result[0].successful and getattr(node, "_parameters", None) is not None:
+            # read-only parameters refuse every set: same value, only the type is given (rclpy
+            # keeps the declared parameters in Node._parameters, Humble to Kilted)
+            node._parameters[name] = typed
+            descriptor = node._descriptors.get(name)
+            if descriptor is not None and descriptor.dynamic_typing:
+                descriptor.type = kind.value  # what `ros2 param describe` shows
 
 
 def plain_value(value: Any) -> Any:

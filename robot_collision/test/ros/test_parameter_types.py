@@ -40,7 +40,7 @@ def node() -> Iterator[Any]:
                                    planner_settings.PARAMETERS],
                          ids=["collision_checker", "velocity_filter", "planner"])
 def test_empty_lists_are_typed(node: Any, table: Any) -> None:
-    declare_parameter_table(node, table)
+    declare_parameter_table(node, table, read_only=set(table))  # read-only ones too
     empty = [n for n, (d, _, _) in table.items() if isinstance(d, (list, tuple)) and not d]
     assert empty
     for name in empty:
@@ -49,9 +49,10 @@ def test_empty_lists_are_typed(node: Any, table: Any) -> None:
                 else Parameter.Type.STRING_ARRAY)
         assert p.type_ == want, (name, p.type_)
         assert list(p.value) == []
-        # what `ros2 param get/dump` receives: a typed empty array
+        # what `ros2 param get/dump` receives: a typed empty array; `describe`: its type
         msg = p.get_parameter_value()
         assert msg.type == want.value
+        assert node.describe_parameter(name).type == want.value, name
     # and the node's settings accept them as they come back from rclpy
     values = parameter_values(node, table)
     module = {id(checker_node.PARAMETERS): checker_node, id(filter_settings.PARAMETERS):
@@ -108,3 +109,14 @@ def test_mesh_outside_the_ament_index_gets_parameter_advice() -> None:
     assert "package_dirs: [" in text and "package_dirs:=" in text and "ros2 param set" in text
     assert "'no_such_pkg_xyz'" in text
     assert node_advice("other error") == "other error"
+
+
+def test_robot_loader_lists_are_typed(node: Any) -> None:
+    """package_dirs and load_limits (every node that loads a robot) are string arrays."""
+    from robot_collision.ros.robot_loader import RobotLoader
+
+    RobotLoader(node, lambda model, source: None)
+    for name in ("package_dirs", "load_limits"):
+        p = node.get_parameter(name)
+        assert p.type_ == Parameter.Type.STRING_ARRAY, (name, p.type_)
+        assert node.describe_parameter(name).type == Parameter.Type.STRING_ARRAY.value
