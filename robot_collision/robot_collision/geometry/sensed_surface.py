@@ -15,11 +15,14 @@ all continuous is a surface patch; every point of a triangle lies within ``L / s
 vertex (``L`` its longest edge), so each of the block's samples gets radius ``L / sqrt(3)``,
 ``L`` the longest of the six distances. A sample not surrounded by four such patches (a
 silhouette, a depth edge, a pixel next to a missing return) also gets ``range * pixel_angle``:
-the true surface may go on up to the neighbouring ray. ``pixel_angle`` is measured from the
+the true surface may go on up to the neighbouring ray, and the spacing to its continuous
+neighbours (the surface's slant there) when larger. ``pixel_angle`` is measured from the
 cloud (the largest angle between neighbouring rays), so no camera model is needed. This is exact
-for surfaces that are planar between neighbouring samples (faces of boxes, walls) and leaves
-curvature between samples uncovered (less than the sampling can show). Unorganised clouds carry
-no neighbourhood: their samples get the fixed ``min_radius``.
+for surfaces that are planar between neighbouring samples (faces of boxes, walls); a patch
+bent along its diagonal (two faces meeting between the samples: a box's edge) gives its samples
+one side length, which holds the edge when the faces meet at 90 degrees or more; sharper
+features and curvature between samples are not covered (less than the sampling can show).
+Unorganised clouds carry no neighbourhood: their samples get the fixed ``min_radius``.
 
 **Occlusion** (:func:`occlusion_balls`): the space behind each sample along its ray is unseen.
 Balls are placed along the ray from the sample to ``depth`` behind it, one per ``step``; each
@@ -98,6 +101,9 @@ def grid_radii(
     return grid_surface(G, max_incidence, math.inf, min_radius)[0]
 
 
+CREASE_ANGLE_DEG = 10.0
+"""A patch whose two triangles' normals differ by more than this is taken to hold a crease."""
+
 MAX_SUBDIVISION = 32
 """Most pieces a patch edge is cut into by :func:`grid_surface` (a patch longer than
 ``MAX_SUBDIVISION * sqrt(3) * target`` gets balls larger than ``target``)."""
@@ -154,12 +160,29 @@ def grid_surface(
         rq = L / (n * math.sqrt(3.0))  # 0 where not continuous
     full = np.zeros((H, W), dtype=np.int8)  # continuous patches around each sample (of 4)
     rpatch = np.zeros((H, W))
+    side = np.zeros((H, W))  # longest side of the continuous patches around each sample
+    with np.errstate(invalid="ignore"):
+        sides = np.fmax.reduce([_norm(P[i] - P[j]) for i, j in ((0, 1), (0, 2), (1, 3), (2, 3))])
+    sides = np.where(continuous, sides, 0.0)
+    # a patch bent along its diagonal (a crease: two faces meet between the samples) may hold
+    # the edge outside both triangles: its samples cover one side length (the edge is within
+    # one side of a sample when the faces meet at 90 degrees or more)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n1 = np.cross(P[1] - P[0], P[3] - P[0])
+        n2 = np.cross(P[3] - P[0], P[2] - P[0])
+        cos = np.einsum("...i,...i->...", n1, n2) / (_norm(n1) * _norm(n2))
+    bent = continuous & ~(cos >= math.cos(math.radians(CREASE_ANGLE_DEG)))
+    rbent = np.where(bent, sides, 0.0)
     for a, b in corners:
-        rpatch[a, b] = np.maximum(rpatch[a, b], rq)
+        rpatch[a, b] = np.maximum(rpatch[a, b], np.maximum(rq, rbent))
+        side[a, b] = np.maximum(side[a, b], sides)
         full[a, b] += continuous
     R = np.fmax(R, rpatch)
+    # a sample on a silhouette or depth edge: the surface may go on up to the next ray, one
+    # sample spacing along the surface (the spacing to its continuous neighbours; at least
+    # range x pixel angle)
     edge = valid & (full < 4)
-    R[edge] = np.maximum(R[edge], rho[edge] * alpha)
+    R[edge] = np.maximum(R[edge], np.maximum(rho[edge] * alpha, side[edge]))
     R[~valid] = np.nan
     # the vertices of the n x n subdivision of both triangles (0, 1, 3) and (0, 3, 2) of every
     # patch cut into more than one piece (the corners themselves are the samples)

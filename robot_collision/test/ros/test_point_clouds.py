@@ -260,3 +260,89 @@ def test_oversized_clouds_are_refused_before_deserializing(ros: Any, tmp_path: P
     assert node.clouds.stats["accepted"] == 0 and node.clouds.stats["received"] == 0
     assert not node.clouds.objects(node.get_clock().now().nanoseconds * 1e-9)
     js.helper.destroy_timer(js.timer)
+
+
+# ----------------------------------------------------------------------------- issue 19
+def _grid_msg(G: np.ndarray, frame: str = "camera") -> PointCloud2:
+    return points_to_pointcloud2(G, frame)
+
+
+def test_blinded_and_future_stamped_clouds_are_a_faulty_sensor() -> None:
+    """An all-NaN or empty cloud after a good one, and a cloud stamped ahead of the clock, are
+    refused and the topic counts as without a current cloud at once (the filter's
+    cloud_timeout_action applies), while the last good cloud stays in objects() until it
+    expires; a good cloud clears the fault."""
+    from robot_collision.tools.depth_camera import DepthCamera, render_grid
+
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    settings = CloudSettings(point_cloud_topics=("cam",), camera_poses=(("cam", CAMERA),),
+                             cloud_max_age=1.0)
+    clouds = SensedClouds(settings)
+    clouds.set_robot(robot, {"base_link"})
+    clouds.joints.add(0.0, robot.home_configuration())
+    from robot_collision import Box, WorldObject, make_pose
+
+    box = WorldObject(Box(0.2, 0.3, 0.3), make_pose(np.eye(3), [0.6, 0.0, 0.15]), "crate")
+    T = pose_from_position_quat(CAMERA[:3], CAMERA[3:])
+    G = render_grid(DepthCamera(64, 48), T, [box])
+    assert "radius classes" in clouds.on_message("cam", _grid_msg(G), 10.0, 10.0)
+    assert clouds.missing(10.1) == [] and clouds.objects(10.1)
+    for bad in (np.full_like(G, np.nan), np.zeros((0, 3))):
+        with pytest.raises(CloudError, match="faulty sensor"):
+            clouds.on_message("cam", _grid_msg(bad), 10.2, 10.2)
+        assert clouds.missing(10.3) == ["cam"]
+        assert "blinded" in clouds.problems(10.3)["cam"]
+        assert clouds.objects(10.3)  # what was seen is still avoided (cloud_timeout 'ignore')
+        clouds.on_message("cam", _grid_msg(G), 10.4, 10.4)
+        assert clouds.missing(10.5) == []
+    with pytest.raises(CloudError, match="ahead of the node's clock"):
+        clouds.on_message("cam", _grid_msg(G), 20.5, 10.5)  # 10 s in the future
+    assert clouds.missing(10.6) == ["cam"]
+    # within the tolerance it is accepted, and ages from its stamp
+    clouds.on_message("cam", _grid_msg(G), 10.65, 10.6)
+    assert clouds.missing(11.6) == [] and clouds.missing(11.7) == ["cam"]
+    # every sensed ball set covers the crate's faces seen by the camera, and the occlusion
+    # shell: each ball centre is within the box grown by 0.1 m + its radius
+    for o in clouds.objects(10.7):
+        P = o.shape.points
+        assert np.all(np.abs(P - [0.6, 0.0, 0.15]) <= np.array([0.1, 0.15, 0.15]) + 0.1
+                      + o.shape.radius + 1e-6)
+
+
+def test_filter_stops_on_a_blinded_camera(ros: Any, tmp_path: Path) -> None:
+    """Over real topics: the filter node gets good clouds from a publisher, then all-NaN ones
+    (a covered lens): its status turns to the 'stale cloud' fault naming the blinded sensor
+    within a cloud period, although the last good cloud is younger than cloud_max_age."""
+    from robot_collision.tools.depth_camera import DepthCamera, render_grid
+
+    ns = ros.namespace()
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    topic = f"{ns}/cam/points"
+    params = {"urdf_path": str(URDF), "srdf_path": str(SRDF), "rate": 50.0,
+              "command_timeout": 0.0, "point_cloud_topics": [topic],
+              "camera_poses": [f"{topic}=" + " ".join(map(str, CAMERA))],
+              "cloud_max_age": 5.0}
+    ros.add_node(VelocityFilterNode(
+        context=ros.context, namespace=ns,
+        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
+    js = _joint_states(ros, ns, robot.named_configuration("ready"))
+    from robot_collision import Box, WorldObject, make_pose
+
+    box = WorldObject(Box(0.2, 0.3, 0.3), make_pose(np.eye(3), [0.6, 0.0, 0.15]), "crate")
+    G = render_grid(DepthCamera(64, 48), pose_from_position_quat(CAMERA[:3], CAMERA[3:]), [box])
+    pub = js.helper.create_publisher(PointCloud2, topic, 2)
+    blind = {"on": False}
+
+    def send() -> None:
+        msg = _grid_msg(np.full_like(G, np.nan) if blind["on"] else G)
+        msg.header.stamp = js.helper.get_clock().now().to_msg()
+        pub.publish(msg)
+
+    timer = js.helper.create_timer(0.1, send)
+    status = ros.collect(js.helper, FilterStatus, f"{ns}/velocity_filter/status")
+    assert status.wait_for(lambda m: "stale cloud" not in m.fault, timeout=30.0) is not None
+    blind["on"] = True
+    m = status.wait_for(lambda m: "blinded" in m.fault, timeout=5.0)
+    assert m is not None and not m.ok, [x.fault for x in status.messages[-3:]]
+    js.helper.destroy_timer(timer)
+    js.helper.destroy_timer(js.timer)
