@@ -45,6 +45,7 @@ import math
 from typing import Optional
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from ..errors import ShapeError
@@ -230,6 +231,44 @@ def occlusion_balls(
     return C[keep], radius[keep]
 
 
+@njit(cache=True, nogil=True, boundscheck=False)
+def _merge_sorted(C, R, order, key):  # type: ignore[no-untyped-def]
+    """Balls ``C[order]``, ``R[order]`` (``key[order]`` sorted) merged per run of equal keys:
+    box centre and the largest ``|c - centre| + r``."""
+    n = order.shape[0]
+    out_c = np.empty((n, 3))
+    out_r = np.empty(n)
+    g = 0
+    i = 0
+    lo = np.empty(3)
+    hi = np.empty(3)
+    while i < n:
+        k0 = key[order[i]]
+        j = i
+        for a in range(3):
+            lo[a] = C[order[i], a]
+            hi[a] = C[order[i], a]
+        while j < n and key[order[j]] == k0:
+            for a in range(3):
+                v = C[order[j], a]
+                lo[a] = min(lo[a], v)
+                hi[a] = max(hi[a], v)
+            j += 1
+        r = 0.0
+        for m in range(i, j):
+            d = 0.0
+            for a in range(3):
+                e = C[order[m], a] - 0.5 * (lo[a] + hi[a])
+                d += e * e
+            r = max(r, math.sqrt(d) + R[order[m]])
+        for a in range(3):
+            out_c[g, a] = 0.5 * (lo[a] + hi[a])
+        out_r[g] = r
+        g += 1
+        i = j
+    return out_c[:g], out_r[:g]
+
+
 def merge_balls(
     C: NDArray[np.float64], R: NDArray[np.float64], resolution: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -244,17 +283,11 @@ def merge_balls(
     if float(np.prod(span.astype(np.float64))) >= 2.0**62:
         raise ShapeError(f"sensed points span {span} voxels of {resolution} m: too far apart")
     key = (key3[:, 0] * span[1] + key3[:, 1]) * span[2] + key3[:, 2]
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    Cs, Rs = C[order], R[order]
-    lo = np.minimum.reduceat(Cs, starts, axis=0)
-    hi = np.maximum.reduceat(Cs, starts, axis=0)
-    centre = 0.5 * (lo + hi)
-    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(ks)]))
-    reach = _norm(Cs - centre[group]) + Rs
-    radius = np.maximum.reduceat(reach, starts)
-    return centre, radius
+    order = np.argsort(key)
+    out: tuple[NDArray[np.float64], NDArray[np.float64]] = _merge_sorted(
+        np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(R, dtype=np.float64),
+        order, key)
+    return out
 
 
 def radius_classes(

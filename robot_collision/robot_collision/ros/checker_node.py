@@ -211,7 +211,7 @@ class CheckerSettings:
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 200_000
+    cloud_max_pixels: int = 30_000
     cloud_tf_timeout: float = 0.2
     max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
     max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]

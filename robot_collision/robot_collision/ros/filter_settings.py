@@ -241,7 +241,7 @@ class FilterNodeSettings:
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 200_000
+    cloud_max_pixels: int = 30_000
     cloud_tf_timeout: float = 0.2
     cloud_timeout_action: str = "stop"
     max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]

@@ -234,7 +234,7 @@ class PlannerSettings:
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 200_000
+    cloud_max_pixels: int = 30_000
     cloud_tf_timeout: float = 0.2
     joint_state_timeout: float = 1.0
     start_state_max_age: float = 0.5

@@ -159,7 +159,7 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
         ">= 0",
     ),
     "cloud_max_pixels": (
-        200_000,
+        30_000,
         "Organised clouds with more points are decimated (every k-th row and column) to at most "
         "this many before any other work; the sensor-model radius covers the wider spacing.",
         "> 0",
@@ -196,7 +196,7 @@ class CloudSettings:
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 200_000
+    cloud_max_pixels: int = 30_000
     cloud_tf_timeout: float = 0.2
 
 
