@@ -497,7 +497,7 @@ def _kill_pause(kills: int) -> dict[str, Any]:
     return out
 
 
-def realstate(lags: tuple[int, ...] = (0, 100, 250), push_s: float = 3.0, split_s: float = 6.0,
+def realstate(lags: tuple[int, ...] = (0, 100, 250), push_s: float = 5.0, split_s: float = 6.0,
               escapes: int = 400, panda: bool = True, stale_s: float = 5.0,
               kills: int = 10) -> dict[str, Any]:
     """Every scenario of the module docstring (``kills`` 0: no kill_pause)."""

@@ -238,7 +238,8 @@ class _SentHistory:
         self._v[k] = v
         self._count += 1
 
-    def motion_since(self, t0: float, now: float, lag: float
+    def motion_since(self, t0: float, now: float, lag: float,
+                     measured: Optional[NDArray[np.float64]] = None
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(predicted, bound) (n,) each: where each joint most likely is relative to where it
         was measured at ``t0`` (rad, m), and how far from that it may be. The joints' speeds
@@ -247,11 +248,19 @@ class _SentHistory:
         tracking behind; a velocity controller that does not overshoot): joint i moved by
         (now − t0)·[min_i, max_i], the middle is the prediction, half the width the bound.
         Zeros before any output (the robot is taken to be at rest until this node commands
-        it); the velocity limits when the outputs of that time are no longer kept."""
+        it); the velocity limits when the outputs of that time are no longer kept.
+        ``measured`` (n,): the joint velocities measured at ``t0`` (NaN: not published),
+        added to the range (a robot still moving from earlier commands, tracking behind)."""
         span = max(now - t0, 0.0)
         n = self._v.shape[1]
-        if self._count == 0 or span == 0.0:
+        if span == 0.0:
             return np.zeros(n), np.zeros(n)
+        if self._count == 0:
+            if measured is None or not np.isfinite(measured).any():
+                return np.zeros(n), np.zeros(n)
+            m = np.where(np.isfinite(measured), measured, 0.0)
+            lo, hi = np.minimum(m, 0.0), np.maximum(m, 0.0)
+            return 0.5 * (lo + hi) * span, 0.5 * (hi - lo) * span
         cap = self._t.shape[0]
         kept = min(self._count, cap)
         start = t0 - lag
@@ -268,6 +277,10 @@ class _SentHistory:
         v = self._v[inside]
         lo = v.min(axis=0)
         hi = v.max(axis=0)
+        if measured is not None:
+            known = np.isfinite(measured)
+            lo = np.where(known, np.minimum(lo, measured), lo)
+            hi = np.where(known, np.maximum(hi, measured), hi)
         return 0.5 * (lo + hi) * span, 0.5 * (hi - lo) * span
 
 
@@ -616,7 +629,8 @@ class VelocityFilterNode(Node):
                     return
                 try:
                     used = states.update(msg.name, msg.position, arrived, age,
-                                         stamp_ns=stamp_ns(msg.header.stamp))
+                                         stamp_ns=stamp_ns(msg.header.stamp),
+                                         velocities=msg.velocity)
                 except ConversionError as exc:
                     self._reject_joint_state(exc, states, known=True)
                     return
@@ -803,7 +817,8 @@ class VelocityFilterNode(Node):
         q = snap.q
         bound = None
         if self._history is not None:
-            moved, bound = self._history.motion_since(snap.stamp, now, s.period)
+            moved, bound = self._history.motion_since(snap.stamp, now, s.period,
+                                                      snap.velocity)
             q = q + moved
         res = filt.filter(q, qd, s.period, stamp_age=age,
                           previous=sent if sent is not None else np.zeros(qd.shape[0]),
@@ -853,7 +868,8 @@ class VelocityFilterNode(Node):
         states = self._states
         if states is not None:
             snap = states.snapshot()
-            why = snap.fault or self._stale(now, snap.stamp, snap.arrival)
+            # (the watchdog calls this at the expiry itself: 1 µs over it counts as stale)
+            why = snap.fault or self._stale(now + 1e-6, snap.stamp, snap.arrival)
             if why:
                 return why
         return (f"command timeout: newest command is {now - self._cmd_time:.3f} s old "

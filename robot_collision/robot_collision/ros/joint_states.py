@@ -71,6 +71,7 @@ class JointStateSnapshot:
     stamp: float
     arrival: float
     fault: str
+    velocity: Optional[NDArray[np.float64]] = None  # (n,) measured, NaN where not published
 
     def age(self, now: float) -> float:
         """Seconds since the oldest needed joint was measured."""
@@ -88,6 +89,7 @@ class JointStateCache:
         self._index = {name: i for i, name in enumerate(self.joint_names)}
         n = len(self.joint_names)
         self._q = np.full(n, np.nan)
+        self._qd = np.full(n, np.nan)
         self._stamp = np.full(n, -np.inf)
         self._arrival = np.full(n, -np.inf)
         self._stamp_ns = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -108,12 +110,13 @@ class JointStateCache:
 
     def update(self, names: Sequence[str], positions: Any, arrived: float,
                age: Optional[float] = None, what: str = "JointState",
-               stamp_ns: Optional[int] = None) -> int:
+               stamp_ns: Optional[int] = None, velocities: Any = None) -> int:
         """Take one message's ``names`` / ``positions``, arrived at monotonic ``arrived`` (s),
         ``age`` (s) old at arrival by its stamp (None: unstamped), ``stamp_ns`` its stamp (ns,
         orders the messages of a joint; None: unstamped, taken as the newest). Returns how
         many model joints it updated; raises ConversionError when it is refused (see the
-        module docstring)."""
+        module docstring). ``velocities``: the message's measured velocities (used when there
+        is one finite value per name; else the joints' velocities become unknown)."""
         names_t = tuple(names)
         try:
             model_idx, values = self._parse(names_t, positions, age, what)
@@ -140,6 +143,13 @@ class JointStateCache:
         else:
             self._stamp_ns[model_idx] = np.iinfo(np.int64).min
         self._q[model_idx] = values
+        vel = None
+        if velocities is not None and len(velocities) == len(names_t):
+            v = np.asarray(velocities, dtype=float)
+            vel = v[self._mapper._layout(names_t, True)[1]]
+            if stamp_ns is not None and model_idx.shape[0] != vel.shape[0]:
+                vel = None  # some joints were older measurements (dropped above)
+        self._qd[model_idx] = vel if vel is not None else np.nan
         self._stamp[model_idx] = measured
         self._arrival[model_idx] = arrived
         if self._invalid:
@@ -190,7 +200,7 @@ class JointStateCache:
                          f"have no valid value ({'; '.join(reasons)})")
                 q[bad] = np.nan
         if idx.shape[0] == 0:
-            return JointStateSnapshot(q, math.inf, math.inf, fault)
+            return JointStateSnapshot(q, math.inf, math.inf, fault, self._qd.copy())
         stamps = self._stamp[idx]
         arrivals = self._arrival[idx]
         if not fault:
@@ -200,7 +210,8 @@ class JointStateCache:
                          f"{[self.joint_names[i] for i in never[:12]]}"
                          f"{' ...' if never.shape[0] > 12 else ''} "
                          f"({never.shape[0]} of {idx.shape[0]} needed)")
-        return JointStateSnapshot(q, float(stamps.min()), float(arrivals.min()), fault)
+        return JointStateSnapshot(q, float(stamps.min()), float(arrivals.min()), fault,
+                                  self._qd.copy())
 
     def oldest(self, now: float, needed: Optional[NDArray[np.int64]] = None,
                by: str = "arrival") -> tuple[str, float]:
