@@ -21,7 +21,7 @@ message on a topic of ``point_cloud_topics`` it
    sensor-model radius of :mod:`robot_collision.geometry.sensed_surface`, from the measured
    spacing of neighbouring pixels, at least ``cloud_point_radius``; patches whose samples are
    farther apart than ``cloud_resolution`` allows, as on faces seen at a grazing angle, get
-   points in between so that no ball is much larger than ``cloud_resolution``; unorganised
+   points in between so that no ball is much larger than 1.5 ``cloud_resolution``; unorganised
    clouds: ``cloud_point_radius``);
 5. places it in the robot base frame: identity for an empty ``frame_id`` or the base / output
    frame; else tf2 at the cloud's stamp, waiting up to ``cloud_tf_timeout`` s (dynamic /tf);
@@ -69,7 +69,13 @@ from numpy.typing import NDArray
 from ..collision.self_filter import robot_filter_mask
 from ..errors import ConfigurationError, RobotCollisionError
 from ..geometry.point_cloud import PointCloud
-from ..geometry.sensed_surface import grid_surface, merge_balls, occlusion_balls, radius_classes
+from ..geometry.sensed_surface import (
+    grid_surface,
+    merge_balls,
+    occlusion_balls,
+    pixel_angle,
+    radius_classes,
+)
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import pose_from_position_quat
 from ..model.robot_model import RobotModel
@@ -175,6 +181,10 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
 LIVE_GRID_CELLS = 1 << 17
 """Grid cells of a live cloud's index (fewer than a static cloud's: built for every message,
 ~1 ms; the grid's lower bound is coarser, the hierarchy answers the rest exactly)."""
+
+
+SHADOW_MERGE = 2.0
+"""The occlusion balls are merged per voxel of this many ``cloud_resolution``."""
 
 
 class CloudError(RobotCollisionError, ValueError):
@@ -610,12 +620,22 @@ class SensedClouds:
         q = self.joints.nearest(stamp)
         if q is None:
             raise CloudError("no joint state received yet: the cloud cannot be self-filtered")
+        # shadow radius of each sample: the cone between its ray and the neighbouring rays
+        # (half the diagonal of the pixel footprint; to the next ray on a silhouette)
         if G.shape[0] > 1 and G.shape[1] > 1:
-            target = s.cloud_resolution if s.cloud_resolution > 0 else math.inf
+            # balls up to 1.5 x cloud_resolution before merging: a camera's usual spacing at
+            # range needs no points added (only faces seen at grazing angles do)
+            target = 1.5 * s.cloud_resolution if s.cloud_resolution > 0 else math.inf
             Rg, Pe, Re = grid_surface(G, s.cloud_max_incidence, target, s.cloud_point_radius)
             P, R = np.concatenate([G[valid], Pe]), np.concatenate([Rg[valid], Re])
+            alpha = pixel_angle(G)
+            ray = np.linalg.norm(G[valid], axis=1) * (alpha if math.isfinite(alpha) else 0.0)
+            # silhouette samples (radius >= range x pixel angle) reach to the next ray
+            Rsh = np.maximum(np.maximum(s.cloud_point_radius, ray * math.sqrt(0.5)),
+                             np.minimum(Rg[valid], 2.0 * ray))
         else:
             P, R = G[valid], np.full(raw, s.cloud_point_radius)
+            Rsh = R.copy()
         Tb = np.eye(4) if T is None else T
         Pb = P @ Tb[:3, :3].T + Tb[:3, 3]
         # the samples on the robot (within cloud_padding of it) are removed, by the sample's
@@ -623,14 +643,23 @@ class SensedClouds:
         # that close to the obstacle); the occlusion balls are not self-filtered (the arm
         # pressing into the space behind a seen surface must not carve it away)
         keep = robot_filter_mask(robot, Pb, q, s.cloud_padding)
+        shadowed = keep[:raw]
         P, R, Pb = P[keep], R[keep], Pb[keep]
         C, Rc = Pb, R
-        if T is not None and s.cloud_occlusion_depth > 0.0 and len(P):
-            S, Rs = occlusion_balls(P, R, s.cloud_occlusion_depth,
+        if T is not None and s.cloud_occlusion_depth > 0.0 and shadowed.any():
+            # behind the samples (not the points added between them: their rays lie within
+            # the samples' shadow radius)
+            S, Rs = occlusion_balls(G[valid][shadowed], Rsh[shadowed], s.cloud_occlusion_depth,
                                     max(s.cloud_resolution, 0.005))
-            C = np.concatenate([Pb, S @ Tb[:3, :3].T + Tb[:3, 3]])
-            Rc = np.concatenate([R, Rs])
-        if s.cloud_resolution > 0 and len(C):
+            Sb = S @ Tb[:3, :3].T + Tb[:3, 3]
+            if s.cloud_resolution > 0:
+                # the shell behind the surfaces is a volume: merged on a coarser lattice
+                # (SHADOW_MERGE x cloud_resolution; 1/8 of the balls of a 1 cm lattice)
+                Sb, Rs = merge_balls(Sb, Rs, SHADOW_MERGE * s.cloud_resolution)
+                C, Rc = merge_balls(C, Rc, s.cloud_resolution)
+            C = np.concatenate([C, Sb])
+            Rc = np.concatenate([Rc, Rs])
+        elif s.cloud_resolution > 0 and len(C):
             C, Rc = merge_balls(C, Rc, s.cloud_resolution)
         objects = []
         n = 0

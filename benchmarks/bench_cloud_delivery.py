@@ -1,0 +1,180 @@
+"""Large clouds at sensor rate: delivered, used, and the filter's tick unharmed.
+
+A ``velocity_filter`` node (default arm, in-process on its own ``SingleThreadedExecutor``, as
+its console script runs it) filters commands at 100 Hz; a separate process publishes organised
+``PointCloud2`` clouds of ``POINTS`` points (1000 x 1000 float32 x, y, z: a wall 1.5 m in
+front of the camera, every 35th pixel without a return) at 10 Hz, RELIABLE (and, second run,
+BEST_EFFORT). Reported per run: clouds published, clouds the node processed into obstacles
+(``clouds_used_pct``), and the node's command latency (command arrival -> filtered command
+published, ``LatencyRecord``) p50 / p99 with the clouds and, first, without any.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+
+CAMERA = (1.4, 0.0, 0.8, -0.5979, -0.5979, 0.37751, 0.37751)
+POINTS = 1_000_000
+RATE = 10.0
+
+_PUBLISHER = textwrap.dedent('''
+    import math, sys, time
+    import numpy as np
+    import rclpy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from robot_collision.ros.point_clouds import points_to_pointcloud2
+    topic, reliable, seconds, rate = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), float(sys.argv[4])
+    rclpy.init()
+    node = rclpy.create_node("cloud_source")
+    qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE if reliable
+                     else ReliabilityPolicy.BEST_EFFORT)
+    pub = node.create_publisher(__import__("sensor_msgs.msg", fromlist=["PointCloud2"]).PointCloud2, topic, qos)
+    H = W = 1000
+    f = 0.5 * W / math.tan(math.radians(35.0))
+    u = (np.arange(W) + 0.5 - W / 2) / f
+    v = (np.arange(H) + 0.5 - H / 2) / f
+    U, V = np.meshgrid(u, v)
+    G = np.stack([1.5 * U, 1.5 * V, np.full(U.shape, 1.5)], -1)
+    G.reshape(-1, 3)[::35] = np.nan
+    msg = points_to_pointcloud2(G, "camera_optical")
+    deadline = time.monotonic() + 10.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    n = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        msg.header.stamp = node.get_clock().now().to_msg()
+        pub.publish(msg)
+        n += 1
+        time.sleep(max(0.0, t0 + n / rate - time.monotonic()))
+    print("published", n, flush=True)
+    time.sleep(0.5)
+    node.destroy_node()
+    rclpy.shutdown()
+''')
+
+
+def _pct(values: Any, q: float) -> float:
+    a = np.asarray(list(values))
+    return round(float(np.percentile(a, q)) * 1e3, 3) if len(a) else float("nan")
+
+
+def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from robot_collision import default_robot_paths
+    from robot_collision.ros.filter_node import VelocityFilterNode
+
+    urdf, srdf = default_robot_paths()
+    ns = f"/cd_{uuid.uuid4().hex[:8]}"
+    topic = f"{ns}/camera/points"
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    load_ex = SingleThreadedExecutor(context=ctx)
+    params = {"urdf_path": str(urdf), "srdf_path": str(srdf), "rate": 100.0,
+              "command_timeout": 0.5, "cloud_max_age": 1.0}
+    if reliable is not None:
+        params.update(point_cloud_topics=[topic],
+                      camera_poses=[f"{topic}=" + " ".join(map(str, CAMERA))])
+    node = VelocityFilterNode(context=ctx, namespace=ns, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+    ex.add_node(node)
+    gen = rclpy.create_node("load", context=ctx, namespace=ns)
+    load_ex.add_node(gen)
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    js_pub = gen.create_publisher(JointState, "joint_states", qos)
+    cmd_pub = gen.create_publisher(Float64MultiArray, "velocity_filter/command", qos)
+    stop = threading.Event()
+    proc = None
+    out: dict[str, Any] = {}
+    try:
+        threading.Thread(target=lambda: ex.spin(), daemon=True).start()
+        threading.Thread(target=lambda: load_ex.spin(), daemon=True).start()
+        js = JointState()
+        js.name = [f"joint{i}" for i in range(1, 8)]
+        js.position = [0.0, 0.3, 0.0, 1.2, 0.0, 0.8, 0.0]
+
+        def load() -> None:
+            k = 0
+            t0 = time.monotonic()
+            while not stop.is_set():
+                js.header.stamp = gen.get_clock().now().to_msg()
+                js_pub.publish(js)
+                time.sleep(0.005)
+                cmd = Float64MultiArray()
+                cmd.data = [0.05 * np.sin(0.5 * k * 0.01)] * 7
+                cmd_pub.publish(cmd)
+                k += 1
+                time.sleep(max(0.0, t0 + k * 0.01 - time.monotonic()))
+
+        threading.Thread(target=load, daemon=True).start()
+        time.sleep(3.0)  # warm-up: discovery, kernels
+        if reliable is not None:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _PUBLISHER, topic, "1" if reliable else "0",
+                 str(seconds), str(RATE)], stdout=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+        node.command_latencies.clear()
+        before = dict(node._cloud_subs.stats)
+        acc0 = node.clouds.stats["accepted"]
+        if proc is not None:
+            text, _ = proc.communicate(timeout=seconds + 60.0)
+            published = int(text.split()[-1]) if "published" in text else 0
+            time.sleep(1.0)
+            out["clouds_published"] = published
+            out["clouds_taken"] = node._cloud_subs.stats["taken"] - before["taken"]
+            used = node.clouds.stats["accepted"] - acc0
+            out["clouds_used"] = used
+            out["clouds_used_pct"] = round(100.0 * used / max(1, published), 1)
+            out["reader"] = node._cloud_subs.reliability(topic)
+            out["clouds_rejected"] = node.clouds.stats["rejected"]
+            out["last_error"] = node.clouds.last_error[:200]
+        else:
+            time.sleep(seconds)
+        lat = list(node.command_latencies)
+        out["latency_p50_ms"] = _pct(lat, 50)
+        out["latency_p99_ms"] = _pct(lat, 99)
+        out["commands"] = len(lat)
+    finally:
+        stop.set()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        rclpy.try_shutdown(context=ctx)
+        for e in (ex, load_ex):
+            with contextlib.suppress(Exception):
+                e.shutdown()
+        for nd in (node, gen):
+            with contextlib.suppress(Exception):
+                nd.destroy_node()
+    return out
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_LOG_DIR", os.path.join(tempfile.gettempdir(), "rc_roslog"))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 101)))
+    seconds = 5.0 if quick else 20.0
+    return {"points": POINTS, "rate_hz": RATE, "seconds": seconds,
+            "no_clouds": _run(seconds, None),
+            "reliable_publisher": _run(seconds, True),
+            "best_effort_publisher": _run(seconds, False),
+            "loadavg_1min": round(os.getloadavg()[0], 2)}
