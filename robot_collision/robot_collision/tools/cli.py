@@ -104,6 +104,13 @@ def _xacro_args(values: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _loading_what(mesh_mode: str) -> str:
+    if mesh_mode == "decomposition":
+        return ("meshes are read and decomposed with CoACD: minutes per mesh the first time, "
+                "then read from the cache")
+    return "meshes are read and their hulls computed"
+
+
 def _stage(message: str, quiet: bool = False) -> None:
     """A progress line on stderr (stdout stays the report)."""
     if not quiet:
@@ -134,7 +141,7 @@ def check_model(args: argparse.Namespace) -> int:
     from ..model.robot_model import RobotModel
 
     t0 = time.perf_counter()
-    _stage(f"loading {args.urdf} (meshes are read and their hulls computed) ...", args.quiet)
+    _stage(f"loading {args.urdf} ({_loading_what(args.mesh_mode)}) ...", args.quiet)
     try:
         robot = RobotModel.from_urdf(
             args.urdf, srdf=args.srdf, package_dirs=_package_dirs(args.package_dir),
@@ -294,6 +301,7 @@ def generate_srdf(args: argparse.Namespace) -> int:
     from ..model.robot_model import RobotModel
     from ..model.srdf_writer import srdf_with_disabled_pairs
 
+    _stage(f"loading {args.urdf} ({_loading_what(args.mesh_mode)}) ...", args.quiet)
     try:
         robot = RobotModel.from_urdf(
             args.urdf, package_dirs=_package_dirs(args.package_dir),
