@@ -84,6 +84,10 @@ def _warm_mesh_robot(parts: Sequence[str], world: list[Any]) -> None:
             checker.is_valid_batch(Q, w)
             checker.is_valid_batch(Q[:8], w)
             checker.is_motion_valid(q0, Q[0], w)
+    if "planning" in parts:
+        from ..planning.rrt import BiRRT, RRTOptions
+
+        BiRRT(checker, RRTOptions(seed=1), world=world).warmup()
     if "collision" in parts:
         from ..collision.srdf_generation import SRDFGenerationOptions, generate_disabled_pairs
 
