@@ -16,11 +16,13 @@ vertex (``L`` its longest edge), so each of the block's samples gets radius ``L 
 ``L`` the longest of the six distances. A sample not surrounded by four such patches (a
 silhouette, a depth edge, a pixel next to a missing return) also gets ``range * pixel_angle``:
 the true surface may go on up to the neighbouring ray, and the spacing to its continuous
-neighbours (the surface's slant there) when larger. ``pixel_angle`` is measured from the
-cloud (the largest angle between neighbouring rays), so no camera model is needed. This is exact
+neighbours (the surface's slant there) when larger, up to ``EDGE_REACH`` range x pixel angle.
+``pixel_angle`` is measured from the cloud (the largest angle between neighbouring rays), so no
+camera model is needed. This is exact
 for surfaces that are planar between neighbouring samples (faces of boxes, walls); a patch
 bent along its diagonal (two faces meeting between the samples: a box's edge) gives its samples
-one side length, which holds the edge when the faces meet at 90 degrees or more; sharper
+one side length (at most ``EDGE_REACH`` range x pixel angle), which holds the edge when the
+faces meet at 90 degrees or more and neither is seen at a grazing angle; sharper
 features and curvature between samples are not covered (less than the sampling can show).
 Unorganised clouds carry no neighbourhood: their samples get the fixed ``min_radius``.
 
@@ -102,6 +104,11 @@ def grid_radii(
     return grid_surface(G, max_incidence, math.inf, min_radius)[0]
 
 
+EDGE_REACH = 2.0
+"""Silhouette, depth-edge and crease samples cover at most this many range x pixel angle
+(a rim seen at a grazing angle, where the spacing along the face is larger, is covered only
+that far)."""
+
 CREASE_ANGLE_DEG = 10.0
 """A patch whose two triangles' normals differ by more than this is taken to hold a crease."""
 
@@ -173,7 +180,9 @@ def grid_surface(
         n2 = np.cross(P[3] - P[0], P[2] - P[0])
         cos = np.einsum("...i,...i->...", n1, n2) / (_norm(n1) * _norm(n2))
     bent = continuous & ~(cos >= math.cos(math.radians(CREASE_ANGLE_DEG)))
-    rbent = np.where(bent, sides, 0.0)
+    # (capped at EDGE_REACH range x pixel angle: beyond, a face seen at a grazing angle)
+    cap = EDGE_REACH * alpha * np.fmin(np.fmin(rr[0], rr[1]), np.fmin(rr[2], rr[3]))
+    rbent = np.where(bent, np.fmin(sides, cap), 0.0)
     for a, b in corners:
         rpatch[a, b] = np.maximum(rpatch[a, b], np.maximum(rq, rbent))
         side[a, b] = np.maximum(side[a, b], sides)
@@ -183,7 +192,8 @@ def grid_surface(
     # sample spacing along the surface (the spacing to its continuous neighbours; at least
     # range x pixel angle)
     edge = valid & (full < 4)
-    R[edge] = np.maximum(R[edge], np.maximum(rho[edge] * alpha, side[edge]))
+    R[edge] = np.maximum(R[edge], rho[edge] * alpha * np.clip(
+        side[edge] / (rho[edge] * alpha), 1.0, EDGE_REACH))
     R[~valid] = np.nan
     # the vertices of the n x n subdivision of both triangles (0, 1, 3) and (0, 3, 2) of every
     # patch cut into more than one piece (the corners themselves are the samples)

@@ -183,8 +183,9 @@ LIVE_GRID_CELLS = 1 << 17
 ~1 ms; the grid's lower bound is coarser, the hierarchy answers the rest exactly)."""
 
 
-SHADOW_MERGE = 2.0
-"""The occlusion balls are merged per voxel of this many ``cloud_resolution``."""
+SHADOW_MERGE = 1.0
+"""The occlusion balls are merged per voxel of this many ``cloud_resolution`` (2 made the demo
+camera's shadow balls up to 46 mm: they reached out of the box's edges into the arm's path)."""
 
 
 class CloudError(RobotCollisionError, ValueError):
@@ -632,7 +633,7 @@ class SensedClouds:
             ray = np.linalg.norm(G[valid], axis=1) * (alpha if math.isfinite(alpha) else 0.0)
             # silhouette samples (radius >= range x pixel angle) reach to the next ray
             Rsh = np.maximum(np.maximum(s.cloud_point_radius, ray * math.sqrt(0.5)),
-                             np.minimum(Rg[valid], 2.0 * ray))
+                             np.minimum(Rg[valid], ray))
         else:
             P, R = G[valid], np.full(raw, s.cloud_point_radius)
             Rsh = R.copy()
@@ -653,8 +654,8 @@ class SensedClouds:
                                     max(s.cloud_resolution, 0.005))
             Sb = S @ Tb[:3, :3].T + Tb[:3, 3]
             if s.cloud_resolution > 0:
-                # the shell behind the surfaces is a volume: merged on a coarser lattice
-                # (SHADOW_MERGE x cloud_resolution; 1/8 of the balls of a 1 cm lattice)
+                # the shell behind the surfaces is a volume: merged on its own lattice
+                # (SHADOW_MERGE x cloud_resolution)
                 Sb, Rs = merge_balls(Sb, Rs, SHADOW_MERGE * s.cloud_resolution)
                 C, Rc = merge_balls(C, Rc, s.cloud_resolution)
             C = np.concatenate([C, Sb])

