@@ -35,12 +35,14 @@ _PUBLISHER = textwrap.dedent('''
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from robot_collision.ros.point_clouds import points_to_pointcloud2
-    topic, reliable, seconds, rate = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), float(sys.argv[4])
+    topic, reliable = sys.argv[1], sys.argv[2] == "1"
+    seconds, rate = float(sys.argv[3]), float(sys.argv[4])
     rclpy.init()
     node = rclpy.create_node("cloud_source")
     qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE if reliable
                      else ReliabilityPolicy.BEST_EFFORT)
-    pub = node.create_publisher(__import__("sensor_msgs.msg", fromlist=["PointCloud2"]).PointCloud2, topic, qos)
+    from sensor_msgs.msg import PointCloud2
+    pub = node.create_publisher(PointCloud2, topic, qos)
     H = W = 1000
     f = 0.5 * W / math.tan(math.radians(35.0))
     u = (np.arange(W) + 0.5 - W / 2) / f
