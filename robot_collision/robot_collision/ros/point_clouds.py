@@ -2,8 +2,10 @@
 
 Each node with point-cloud support (checker, velocity filter, planner) keeps one
 :class:`SensedClouds`, fed by :class:`CloudSubscriptions` from a worker thread of its own (the
-node's executor never runs cloud work: a control tick never waits for a cloud). For every
-message on a topic of ``point_cloud_topics`` it
+node's executor never runs cloud work: no tick is queued behind a cloud; the worker still shares
+the interpreter's lock, which costs the filter's command latency with 1 M-point clouds, see
+``benchmarks/bench_cloud_delivery.py``). For every message on a topic of ``point_cloud_topics``
+it
 
 1. refuses a cloud stamped more than ``cloud_max_future`` s ahead of the node's clock (it could
    not be aged: a camera that dies after it would be trusted for as long as the stamp is ahead);
@@ -753,9 +755,10 @@ def stamp_seconds(stamp: Any, node: Any) -> float:
 
 class CloudSubscriptions:
     """A node's subscriptions to its ``point_cloud_topics``, feeding ``clouds`` from a worker
-    thread of their own: the node's executor never runs a cloud callback, so a control tick
-    never waits for a cloud (taking, size-checking, deserializing and processing a 1 M-point
-    cloud take tens to hundreds of ms). Bad clouds are logged (throttled) and never raise.
+    thread of their own: the node's executor never runs a cloud callback, so no control tick is
+    queued behind a cloud (taking, size-checking, deserializing and processing a 1 M-point
+    cloud take tens to hundreds of ms; the worker holds the interpreter's lock for part of it).
+    Bad clouds are logged (throttled) and never raise.
 
     Each topic is read with an :class:`~robot_collision.ros.intake.OnDemandSubscription`
     (KEEP_LAST 2, outside the executor's wait set); the worker takes every ``POLL_PERIOD`` s
