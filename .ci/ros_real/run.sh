@@ -9,7 +9,8 @@
 #     is tested; in CI the clone is fresh and this is HEAD);
 #  3. runs the README's build command verbatim (`python -m colcon build`: the underlay's venv
 #     Python stands in for the user's venv of the README);
-#  4. `ros2 launch` with the simulated arm and without robot_state_publisher (not installable
+#  4. `ros2 launch` with the simulated arm, the demo world (launch argument world_file; the
+#     shipped parameter file loads no world) and without robot_state_publisher (not installable
 #     here), then .ci/ros_real/probe.py from a separate process (and the README's
 #     `ros2 topic echo --once /collision_checker/clearance ...`): clearance tables arrive, a
 #     moveit_msgs CollisionObject ADD changes the table and REMOVE restores it, a PlanMotion goal
@@ -30,8 +31,8 @@
 #     use the real messages run) and `colcon test-result --verbose` reports it.
 #
 # Env: SHARED (default ../shared), ROS_REAL_WORK (work folder; default a new temporary one,
-# removed on success), KEEP=1 keeps it. Exit status non-zero on any failure; the last lines sum
-# up the timings.
+# removed on success), KEEP=1 keeps it, ROS_REAL_DOMAIN_ID (default: random 1..101). Exit
+# status non-zero on any failure; the last lines sum up the timings.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -70,7 +71,7 @@ say "workspace $WS (the repository copied in as a user's clone)"
    | tar --null -T - -cf -) | tar -xf - -C "$WS/src/robot_collision"
 
 # ROS environment of this run: its own domain (concurrent runs), logs in the work folder.
-export ROS_DOMAIN_ID=$((RANDOM % 101 + 1)) ROS_LOG_DIR=$WORK/ros_log
+export ROS_DOMAIN_ID=${ROS_REAL_DOMAIN_ID:-$((RANDOM % 101 + 1))} ROS_LOG_DIR=$WORK/ros_log
 # nothing from the caller's environment (a sourced workspace, the project venv)
 unset COLCON_PREFIX_PATH AMENT_PREFIX_PATH CMAKE_PREFIX_PATH PYTHONPATH VIRTUAL_ENV
 # shellcheck disable=SC1091
@@ -104,8 +105,7 @@ launch_t0=$(date +%s.%N)
 python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' \
-ros2 launch robot_collision robot_collision.launch.py \
-  use_mock_hardware:=true use_robot_state_publisher:=false > "$LAUNCH_LOG" 2>&1 &
+ros2 launch robot_collision robot_collision.launch.py use_mock_hardware:=true use_robot_state_publisher:=false world_file:=package://robot_collision/config/demo_world.yaml > "$LAUNCH_LOG" 2>&1 &
 LAUNCH_PID=$!
 set +m
 stop_launch() { kill -INT -- -"$LAUNCH_PID" 2>/dev/null || true; }
@@ -163,8 +163,9 @@ cli protection_on "success=True" ros2 service call /velocity_filter/set_protecti
 cli acceleration_limits "Set parameter successful" ros2 param set /velocity_filter acceleration_limits "[5.0]"
 cli acceleration_limits_get "5\.0" ros2 param get /velocity_filter acceleration_limits
 cli describe_empty_list "Type: string array" ros2 param describe /velocity_filter skip_pairs
-# dump, reuse: the file must hold no null (a node started from it logged an ERROR) and start a
-# velocity_filter (same name, so the file's section applies; a ROS domain of its own)
+# dump, edit, reuse: the file must hold no null (a node started from it logged an ERROR) and
+# start a velocity_filter; the edit moves its section to the namespace the copy runs in
+# (/dump_check: its own topics, beside the running system)
 dump_rc=0
 timeout 60 ros2 param dump /velocity_filter > velocity_filter.yaml || dump_rc=$?
 if [ "$dump_rc" != 0 ] || ! grep -q "acceleration_limits:" velocity_filter.yaml; then
@@ -172,19 +173,22 @@ if [ "$dump_rc" != 0 ] || ! grep -q "acceleration_limits:" velocity_filter.yaml;
 elif grep -nE ":[[:space:]]+(null|~)[[:space:]]*$" velocity_filter.yaml; then
   fail+=("ros2 param dump wrote null values")
 else
+  sed 's|^/velocity_filter:|/dump_check/velocity_filter:|' velocity_filter.yaml \
+    > "$WORK/velocity_filter_edited.yaml"
   set -m
-  ROS_DOMAIN_ID=$(( (ROS_DOMAIN_ID + 50) % 101 + 1 )) python3 -c 'import os, signal, sys
+  python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' \
-    ros2 run robot_collision velocity_filter --ros-args --params-file velocity_filter.yaml \
-    > "$WORK/filter_from_dump.log" 2>&1 &
+    ros2 run robot_collision velocity_filter --ros-args -r __ns:=/dump_check \
+    --params-file "$WORK/velocity_filter_edited.yaml" > "$WORK/filter_from_dump.log" 2>&1 &
   dump_pid=$!
   set +m
   for _ in $(seq 240); do
-    grep -q " ready in " "$WORK/filter_from_dump.log" && break
+    grep -q "filtering .* at [0-9.]* Hz" "$WORK/filter_from_dump.log" && break
     kill -0 "$dump_pid" 2>/dev/null || break
     sleep 0.5
   done
+  sleep 3  # running, not starting: Ctrl-C as a user would give it
   kill -INT -- -"$dump_pid" 2>/dev/null || true
   for _ in $(seq 100); do kill -0 "$dump_pid" 2>/dev/null || break; sleep 0.1; done
   kill -KILL -- -"$dump_pid" 2>/dev/null || true
