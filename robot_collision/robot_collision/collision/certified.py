@@ -243,9 +243,16 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
     ready = np.zeros(L, dtype=np.bool_)
     # fw: cen (3L) | M (L) | E (L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
     #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | B (L) | aready (L)
-    fw = np.empty(3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L)
+    fw = np.empty(o_cg_end(L, P, W))
     iw = np.empty(0, dtype=np.int64)
     return T, SP, ready, fw, iw
+
+
+@njit(cache=True, inline="always")
+def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
+    """Size of the float workspace of :func:`edge_certified` (its layout, see
+    :func:`cert_workspace`)."""
+    return 3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -309,6 +316,10 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
     o_h = o_Ep + P
     o_q = o_h + P
     o_w = o_q + L
+    if fw.shape[0] < o_cg_end(L, P, W) or nq > L:
+        # a workspace of another layout (a caller compiled against another version of this
+        # module, e.g. a stale numba cache): not certified, and nothing written out of bounds
+        return 0
     cen = fw[o_cen: o_cen + 3 * L].reshape((L, 3))
     M = fw[o_M: o_M + L]
     E = fw[o_E: o_E + L]
