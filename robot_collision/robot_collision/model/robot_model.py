@@ -36,13 +36,16 @@ from .kinematics import (
     fk_into,
     forward_kinematics_batch,
 )
-from .load_report import DROPPED, LoadReport
+from .load_report import DEFAULTED, DROPPED, LoadReport
 from .urdf import (
+    JointDescription,
+    LinkDescription,
     PackageDirs,
     SRDFDescription,
     URDFDescription,
     XacroArgs,
     XMLSource,
+    expand_multi_dof_joints,
     parse_srdf,
     parse_urdf,
 )
@@ -107,6 +110,7 @@ class RobotModel:
         mesh_mode: MeshMode = "hull",
         decomposition: Optional[DecompositionOptions] = None,
         xacro_args: XacroArgs = None,
+        virtual_joints: bool = False,
     ) -> RobotModel:
         """Load a URDF and an optional SRDF, each a file path, XML text or XML bytes.
 
@@ -122,21 +126,34 @@ class RobotModel:
 
         A ``.xacro`` file (URDF or SRDF) is expanded with the ``xacro`` package and
         ``xacro_args`` (``{name: value}``, the ``name:=value`` of the xacro command line);
-        without the package it is refused with a message saying how to expand it."""
+        without the package it is refused with a message saying how to expand it.
+
+        ``virtual_joints``: add the SRDF's planar and floating ``<virtual_joint>`` entries to
+        the model as MoveIt does (a root link named after ``parent_frame``, the joint onto the
+        URDF's root, expanded like a URDF planar/floating joint into ``<name>/x`` ...); by
+        default they are recognised and kept in their groups but add no variable."""
         report = LoadReport(warn=warn)
         desc = parse_urdf(
             path_or_xml, package_dirs=package_dirs, limits=limits, report=report,
             xacro_args=xacro_args,
         )
-        desc = _apply_mesh_mode(desc, mesh_mode, decomposition or DecompositionOptions())
-        model = cls(desc)
+        srdf_desc: Optional[SRDFDescription] = None
         if srdf is not None:
+            children = {j.child for j in desc.joints}
+            roots = [ln.name for ln in desc.links if ln.name not in children]
             all_joints = [j.name for j in desc.joints] + list(desc.multi_dof)
-            model.srdf = parse_srdf(
-                srdf, model.link_names, all_joints, report, limits, base_link=model.base_name,
+            srdf_desc = parse_srdf(
+                srdf, [ln.name for ln in desc.links], all_joints, report, limits,
+                base_link=roots[0] if len(roots) == 1 else None,
                 xacro_args=xacro_args, package_dirs=package_dirs,
             )
-            model.groups = model._expand_groups(model.srdf)
+            if virtual_joints:
+                desc = _with_virtual_joints(desc, srdf_desc, limits)
+        desc = _apply_mesh_mode(desc, mesh_mode, decomposition or DecompositionOptions())
+        model = cls(desc)
+        if srdf_desc is not None:
+            model.srdf = srdf_desc
+            model.groups = model._expand_groups(srdf_desc)
         return model
 
     def _build_tree(self, desc: URDFDescription) -> None:
@@ -477,6 +494,42 @@ class RobotModel:
             f"RobotModel({self.name!r}, base={self.base_name!r}, bodies={self.num_bodies}, "
             f"joints={self.num_joints})"
         )
+
+
+def _with_virtual_joints(
+    desc: URDFDescription, srdf: SRDFDescription, limits: Optional[LoadLimits]
+) -> URDFDescription:
+    """``desc`` with the SRDF's planar/floating virtual joints added at its root (MoveIt's
+    model): a link named ``parent_frame`` and the joint onto ``child_link``, expanded."""
+    added = [v for v in srdf.virtual_joints if v[1] in ("planar", "floating")]
+    if not added:
+        return desc
+    if len(added) > 1:
+        raise SRDFError(
+            f"the SRDF has {len(added)} planar/floating virtual joints; a robot has one root"
+        )
+    name, jtype, parent, child = added[0]
+    lim = limits or LoadLimits()
+    if parent in {ln.name for ln in desc.links}:
+        raise SRDFError(
+            f"virtual_joint {name!r}: parent_frame {parent!r} is already a link of the URDF"
+        )
+    if name in {j.name for j in desc.joints} or name in desc.multi_dof:
+        raise SRDFError(f"virtual_joint {name!r} has the name of a URDF joint")
+    joint = JointDescription(
+        name, jtype, parent, child, np.eye(4), np.array([0.0, 0.0, 1.0]), -np.inf, np.inf,
+        float(lim.default_velocity_limit), float("inf"), None,
+    )
+    links = [LinkDescription(parent, []), *desc.links]
+    links, joints, multi = expand_multi_dof_joints(links, [joint, *desc.joints], lim)
+    desc.report.add(
+        "SRDF", f"virtual_joint {name!r}", DEFAULTED,
+        f"virtual_joint {name!r} ({jtype}) added at the root: variables "
+        f"{', '.join(multi[name][1])}, velocity limit {lim.default_velocity_limit:g} "
+        "(LoadLimits.default_velocity_limit), translations within "
+        f"+-{lim.floating_translation_bound:g} m (LoadLimits.floating_translation_bound)",
+    )
+    return replace(desc, links=links, joints=joints, multi_dof={**multi, **desc.multi_dof})
 
 
 def _multi_dof_values(jtype: str, values: list[float]) -> list[float]:

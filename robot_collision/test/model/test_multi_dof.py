@@ -266,3 +266,34 @@ def test_planner_and_filter_drive_a_planar_base_around_an_obstacle() -> None:
     res = filt.filter(q, cmd, 0.01)
     assert res.ok, res.message
     assert 0.0 <= res.velocity[0] <= 1.0  # the default 1 m/s limit at most
+
+
+def test_srdf_virtual_joint_added_on_request_matches_pinocchio_root_joint() -> None:
+    """virtual_joints=True: the SRDF's floating virtual joint becomes the root, as MoveIt
+    models it; pinocchio's buildModelFromXML(..., JointModelFreeFlyer()) is the same robot."""
+    fixed = _robot("fixed")
+    srdf = """<robot name="mobile">
+  <virtual_joint name="odom_joint" type="floating" parent_frame="odom" child_link="world"/>
+  <group name="all"><joint name="odom_joint"/><joint name="shoulder"/></group>
+</robot>"""
+    plain = RobotModel.from_urdf(fixed, srdf=srdf, warn=False)
+    assert plain.num_joints == 1 and plain.groups["all"] == ["shoulder"]
+    robot = RobotModel.from_urdf(fixed, srdf=srdf, warn=False, virtual_joints=True)
+    assert robot.base_name == "odom"
+    assert robot.multi_dof_joints["odom_joint"][0] == "floating"
+    assert robot.groups["all"] == robot.joint_names  # the virtual joint's six, then shoulder
+    assert any("odom_joint" in n.message for n in robot.load_report.notes)
+    pmodel = pin.buildModelFromXML(fixed, pin.JointModelFreeFlyer())
+    pdata = pmodel.createData()
+    rng = np.random.default_rng(8)
+    for _ in range(30):
+        q = robot.random_configuration(rng)
+        v = q[:6]
+        quat = pin.Quaternion(pin.rpy.rpyToMatrix(v[5], v[4], v[3]))
+        pq = np.zeros(pmodel.nq)
+        pq[:7] = [v[0], v[1], v[2], quat.x, quat.y, quat.z, quat.w]
+        pq[pmodel.joints[pmodel.getJointId("shoulder")].idx_q] = q[6]
+        ref = _pin_poses(pmodel, pdata, pq)
+        ours = robot.link_transforms(q)
+        for name in ("world", "base", "arm", "post"):
+            np.testing.assert_allclose(ours[name], ref[name], atol=1e-12)
