@@ -128,6 +128,8 @@ def _stage(message: str, quiet: bool = False) -> None:
         help=_PACKAGE_DIR_HELP),
     arg("--mesh-mode", choices=("hull", "decomposition"), default="hull",
         help=_MESH_MODE_HELP),
+    arg("--virtual-joints", action="store_true",
+        help="add the SRDF's planar/floating virtual_joint at the root, as MoveIt does"),
     arg("-q", "--quiet", action="store_true", help="no progress lines on stderr"),
 )
 def check_model(args: argparse.Namespace) -> int:
@@ -146,6 +148,7 @@ def check_model(args: argparse.Namespace) -> int:
         robot = RobotModel.from_urdf(
             args.urdf, srdf=args.srdf, package_dirs=_package_dirs(args.package_dir),
             warn=False, xacro_args=_xacro_args(args.xacro_args), mesh_mode=args.mesh_mode,
+            virtual_joints=args.virtual_joints,
         )
     except RobotCollisionError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -122,6 +122,10 @@ def test_check_model_expands_xacro_with_package_dir_name_path(
     assert "block.stl" in captured.out
     assert "loading " in captured.err and "loaded in" in captured.err
     assert "checked in" in captured.err and "kernels loaded from the cache" in captured.err
+    # the SRDF's planar virtual joint as MoveIt adds it
+    assert main(["check-model", str(urdf), "arm_length:=0.4", "--srdf", str(srdf),
+                 "--package-dir", f"demo_description={DEMO}", "--virtual-joints", "-q"]) == 0
+    assert "odom (planar): odom/x, odom/y, odom/theta" in capsys.readouterr().out
     # missing argument: exit 1 with the argument's name
     assert main(["check-model", str(urdf), "--package-dir", f"demo_description={DEMO}",
                  "-q"]) == 1
