@@ -137,7 +137,9 @@ def fix_command(found: list[Problem]) -> str:
     specs = " ".join(_spec(p) for p in found)
     in_venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
     if in_venv:
-        return f"{sys.executable} -m pip install {specs}"
+        return (f"{sys.executable} -m pip install {specs}\n"
+                "  (everything apt lacks at once: pip install -r requirements-ros-user.txt, in the "
+                "robot_collision repository)")
     # the system Python of a ROS install: never pip-install into it (apt owns numpy there)
     return ("python3 -m venv --system-site-packages ~/ros_venv && touch ~/ros_venv/COLCON_IGNORE"
             " && ~/ros_venv/bin/pip install -r src/robot_collision/requirements-ros-user.txt\n"
