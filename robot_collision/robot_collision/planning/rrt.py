@@ -332,6 +332,10 @@ class BiRRT:
         _shortcut(F, I, BF, BI, q[None, :].copy(), 1, 0, cont, 0.1, True, rng,
                   self.options.edge_validation == "certified", self.options.min_clearance)
         _first_invalid(F, I, np.empty((0, n)), True)
+        # certified paths (plan, shorten) and trajectory pieces (time_parameterize)
+        z = np.zeros((0, n))
+        first_uncertified_counted(z, z, z, F, I, True, 0.0)
+        first_uncertified(z, z, z, F, I, True, 0.0)
         self.checker.is_valid(q, self._world)  # start/goal validation kernel
         return time.perf_counter() - t0
 
