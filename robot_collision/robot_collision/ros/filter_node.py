@@ -409,7 +409,8 @@ class VelocityFilterNode(Node):
             callback_group=self._service_group)
         self.clouds = SensedClouds(cloud_settings(s), tf2_lookup(self, self._base_frame))
         self._cloud_subs = CloudSubscriptions(
-            self, self.clouds, self._limits, MutuallyExclusiveCallbackGroup())
+            self, self.clouds, self._limits, MutuallyExclusiveCallbackGroup(),
+            after=self._prebuild_cloud_scene)
         self._cloud_subs.sync()
         self._make_timer()
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -752,6 +753,17 @@ class VelocityFilterNode(Node):
             if self._throttled("world"):
                 self.get_logger().error(f"world object rejected: {type(exc).__name__}: {exc}")
 
+    def _prebuild_cloud_scene(self) -> None:
+        """The cloud worker, after each accepted cloud: the checker's scene for the world the
+        next tick will see (world objects, then the clouds, as in ``_cycle``), built here so
+        that the tick only adopts it (packing ~100 k balls took the tick 60-80 ms)."""
+        setup = self._setup
+        if setup is None:
+            return
+        _, objects = self.world.snapshot()
+        clouds = self.clouds.objects(node_now(self))
+        setup.filt.checker.prepare(tuple(objects) + tuple(clouds))
+
     # ------------------------------------------------------------------ the cycle
     def _cycle(self, now: float) -> _Cycle:
         """Filter the newest command against the newest state (call with the lock held)."""
@@ -819,7 +831,10 @@ class VelocityFilterNode(Node):
         if self._history is not None:
             moved, bound = self._history.motion_since(snap.stamp, now, s.period,
                                                       snap.velocity)
-            q = q + moved
+            # never predicted past a position limit (farther than the measurement was): the
+            # joint box held the outputs there, and the state check is on the measurement
+            robot = setup.robot
+            q = np.clip(q + moved, np.minimum(q, robot.lower), np.maximum(q, robot.upper))
         res = filt.filter(q, qd, s.period, stamp_age=age,
                           previous=sent if sent is not None else np.zeros(qd.shape[0]),
                           elapsed=now - self._last_output, motion_bound=bound)

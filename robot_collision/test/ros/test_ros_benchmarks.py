@@ -66,7 +66,7 @@ def test_realstate_small() -> None:
     import bench_realstate
 
     r = bench_realstate.realstate(lags=(250,), push_s=2.5, split_s=2.5, escapes=60,
-                                  panda=False, stale_s=1.5, kills=0)
+                                  panda=False, stale_s=1.5, kills=0, pushes=1)
     assert "error" not in r, r
     lag = r["lag"]["250ms"]
     assert lag["min_true_clearance_mm"] >= lag["margin_mm"] - 3.0, lag
