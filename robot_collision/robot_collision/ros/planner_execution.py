@@ -49,6 +49,8 @@ def time_parameterize_path(
     world: Sequence[WorldObject] = (),
     ignore_self: bool = False,
     resolution: float = 1.0 / 32.0,
+    edge_validation: str = "certified",
+    min_clearance: float = 0.0,
 ) -> TimedTrajectory:
     """Time a (k, n) path with :func:`robot_collision.planning.trajectory.time_parameterize`.
 
@@ -63,6 +65,8 @@ def time_parameterize_path(
         "world": world,
         "ignore_self": ignore_self,
         "resolution": resolution,
+        "edge_validation": edge_validation,
+        "min_clearance": min_clearance,
     }
     if method == "toppra":
         try:

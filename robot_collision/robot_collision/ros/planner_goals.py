@@ -154,6 +154,8 @@ def rrt_options(settings: PlannerSettings, **overrides: Any) -> RRTOptions:
         "max_goal_samples": settings.max_goal_samples,
         "ignore_self_collision": settings.ignore_self_collision,
         "seed": None if settings.seed < 0 else settings.seed,
+        "edge_validation": settings.edge_validation,
+        "min_clearance": settings.min_clearance,
     }
     values.update(overrides)
     return RRTOptions(**values)

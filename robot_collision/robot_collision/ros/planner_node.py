@@ -684,7 +684,9 @@ class PlannerNode(Node):
                 pipe.settings.acceleration_limit, pipe.settings.trajectory_method,
                 checker=pipe.checker, world=world,
                 ignore_self=req.options.ignore_self_collision,
-                resolution=req.options.validation_distance)
+                resolution=req.options.validation_distance,
+                edge_validation=req.options.edge_validation,
+                min_clearance=req.options.min_clearance)
             stamp = self.get_clock().now().to_msg() if pipe.settings.stamp_trajectory else None
             result.trajectory = trajectory_to_msg(timed, pipe.frame_id, stamp)
             result.planning_time = time.monotonic() - t0

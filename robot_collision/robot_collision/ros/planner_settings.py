@@ -30,8 +30,23 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
     "validation_distance": (
         float(_DEFAULT_OPTIONS.validation_distance),
         "Edge collision-checking resolution, joint-space L2 (rad or m); 1/32 = 32 checks per "
-        "radian. A goal's nonzero value overrides it.",
+        "radian. With edge_validation 'certified' only the resolution of the quick pre-check "
+        "(the edges returned are certified over their whole length). A goal's nonzero value "
+        "overrides it.",
         ">= 1e-06",
+    ),
+    "edge_validation": (
+        _DEFAULT_OPTIONS.edge_validation,
+        "'certified': every edge and trajectory piece returned is proven collision-free over "
+        "its whole length (conservative advancement); 'discrete': checked at samples "
+        "validation_distance apart only (contact between samples possible).",
+        "certified | discrete",
+    ),
+    "min_clearance": (
+        float(_DEFAULT_OPTIONS.min_clearance),
+        "With edge_validation 'certified': every checked pair keeps at least this padded "
+        "distance (m) along every edge, on top of padding.",
+        ">= 0",
     ),
     "max_iterations": (
         int(_DEFAULT_OPTIONS.max_iterations),
@@ -197,6 +212,8 @@ class PlannerSettings:
 
     max_connection_distance: float = float(_DEFAULT_OPTIONS.max_connection_distance)
     validation_distance: float = float(_DEFAULT_OPTIONS.validation_distance)
+    edge_validation: str = _DEFAULT_OPTIONS.edge_validation
+    min_clearance: float = float(_DEFAULT_OPTIONS.min_clearance)
     max_iterations: int = int(_DEFAULT_OPTIONS.max_iterations)
     enable_connect_heuristic: bool = bool(_DEFAULT_OPTIONS.enable_connect_heuristic)
     workspace_goal_region_bias: float = float(_DEFAULT_OPTIONS.workspace_goal_region_bias)
@@ -284,6 +301,16 @@ def _validate_one(name: str, value: Any) -> Any:
         v = _number(value, name)
         if not 0.0 <= v < 1.0:
             raise ConfigurationError(f"{name} must be in [0, 1), got {value!r}")
+        return v
+    if name == "edge_validation":
+        if value not in ("certified", "discrete"):
+            raise ConfigurationError(
+                f"edge_validation must be 'certified' or 'discrete', got {value!r}")
+        return value
+    if name == "min_clearance":
+        v = _number(value, name)
+        if v < 0:
+            raise ConfigurationError(f"{name} must be >= 0 m, got {value!r}")
         return v
     if name == "start_state_max_age":
         v = _number(value, name)
