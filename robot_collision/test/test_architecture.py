@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "robot_collision"
-FOUNDATION = {"errors", "jitcall", "load_limits", "safe_xml", "simd"}
+FOUNDATION = {"_compat", "errors", "jitcall", "load_limits", "safe_xml", "simd"}
 RANK = {
     "foundation": 0, "geometry": 1, "model": 2, "collision": 3, "planning": 4, "control": 4,
     "tools": 5, "ros": 6,
