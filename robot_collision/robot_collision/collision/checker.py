@@ -147,6 +147,9 @@ class CollisionChecker:
         self._scene: Optional[_Scene] = None
         self._lock = threading.Lock()
         self._pairs: Optional[PairArrays] = None
+        # scenes built ahead of time by prepare() (a cloud worker), newest last, at most
+        # PREBUILT_SCENES: a call whose world is one of them adopts it instead of rebuilding
+        self._prebuilt: list[_Scene] = []
         self._refresh()
 
     # ------------------------------------------------------------------ configuration
@@ -250,6 +253,7 @@ class CollisionChecker:
         self._world_key = None
         self._pairs = None
         self._scene = None
+        self._prebuilt = []
 
     def _prepare(self, world: Union[Sequence[WorldObject], None]) -> _Scene:
         """The compiled scene for ``world`` (cached; rebuilt when the world or geometry
@@ -261,38 +265,75 @@ class CollisionChecker:
                 and scene.version == self.robot.geometry_version):
             return scene
         with self._lock:
+            if self._prebuilt:
+                self._refresh()
+                for pre in self._prebuilt:
+                    if pre.objs == objs and pre.version == self._version:
+                        self._adopt(pre, tuple(map(id, objs)))
+                        return pre
             return self._rebuild(list(objs), tuple(map(id, objs)))
+
+    def prepare(self, world: Sequence[WorldObject]) -> None:
+        """Build the compiled scene for ``world`` now, so that the first call with exactly
+        these objects (the same objects, in the same order) only adopts it.
+
+        For a thread that produces worlds (a node's point-cloud worker): packing a scene of
+        many balls takes tens of ms, which a control tick must not spend. The build runs
+        outside the checker's lock (calls on other worlds go on meanwhile); the last
+        ``PREBUILT_SCENES`` scenes are kept. Results of every call are the same as without."""
+        objs = list(world)
+        with self._lock:
+            self._refresh()
+            base = (self._rs, self._block_robot, self._self_pairs, self._version)
+        scene = self._build(objs, *base)
+        with self._lock:
+            if scene.version == self.robot.geometry_version:
+                self._prebuilt = [*self._prebuilt, scene][-self.PREBUILT_SCENES:]
+
+    PREBUILT_SCENES = 2
+
+    def _adopt(self, scene: _Scene, key: tuple[int, ...]) -> None:
+        self._world = scene.ws
+        self._world_names = scene.world_names
+        self._pairs = scene.pr
+        self._world_key = key
+        self._world_objs = scene.objs  # keep ids alive
+        self._scene = scene
+
+    def _build(self, objs: list[WorldObject], rs: Optional[RobotArrays],
+               block_robot: Optional[BlockRobot],
+               self_pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+               version: int) -> _Scene:
+        """The scene for ``objs`` on the robot arrays given (touches no attribute)."""
+        ws = world_arrays(objs)
+        names = [o.name or f"object{k}" for k, o in enumerate(objs)]
+        if len(set(names)) != len(names):
+            raise ConfigurationError(f"world object names must be unique, got {names}")
+        L = len(self.robot.link_names)
+        wp = np.full((L, len(objs)), self._default_pad)
+        if self._pair_pad:
+            for li, ln in enumerate(self.robot.link_names):
+                for o, on in enumerate(names):
+                    wp[li, o] = self._pad(ln, on)
+        sa, sb, sp = self_pairs
+        pairs = PairArrays(sa, sb, sp, wp)
+        assert rs is not None
+        F, I = pack_scene(self.robot.kin, rs, ws, pairs)
+        block = (block_scene(self.robot.kin, rs, ws, pairs, block_robot)
+                 if block_robot is not None else None)
+        if block is not None:
+            kernel, vf, vi = single_valid_blocked, block.BF, block.BI
+        else:
+            kernel, vf, vi = packed_valid, F, I
+        valid = entry_point(kernel, np.zeros(self.robot.num_joints), vf, vi, True)
+        return _Scene(rs, ws, pairs, F, I, names, block, objs, version, valid, vf, vi,
+                      (self.robot.num_joints,))
 
     def _rebuild(self, objs: list[WorldObject], key: tuple[int, ...]) -> _Scene:
         self._refresh()
         if key != self._world_key or self._scene is None:
-            ws = world_arrays(objs)
-            names = [o.name or f"object{k}" for k, o in enumerate(objs)]
-            if len(set(names)) != len(names):
-                raise ConfigurationError(f"world object names must be unique, got {names}")
-            L = len(self.robot.link_names)
-            wp = np.full((L, len(objs)), self._default_pad)
-            if self._pair_pad:
-                for li, ln in enumerate(self.robot.link_names):
-                    for o, on in enumerate(names):
-                        wp[li, o] = self._pad(ln, on)
-            sa, sb, sp = self._self_pairs
-            self._world = ws
-            self._world_names = names
-            self._pairs = PairArrays(sa, sb, sp, wp)
-            self._world_key = key
-            self._world_objs = objs  # keep ids alive
-            assert self._rs is not None
-            F, I = pack_scene(self.robot.kin, self._rs, ws, self._pairs)
-            block = (block_scene(self.robot.kin, self._rs, ws, self._pairs, self._block_robot)
-                     if self._block_robot is not None else None)
-            if block is not None:
-                kernel, vf, vi = single_valid_blocked, block.BF, block.BI
-            else:
-                kernel, vf, vi = packed_valid, F, I
-            valid = entry_point(kernel, np.zeros(self.robot.num_joints), vf, vi, True)
-            self._scene = _Scene(self._rs, ws, self._pairs, F, I, names, block, objs,
-                                 self._version, valid, vf, vi, (self.robot.num_joints,))
+            self._adopt(self._build(objs, self._rs, self._block_robot, self._self_pairs,
+                                    self._version), key)
         assert self._scene is not None
         return self._scene
 

@@ -303,7 +303,7 @@ def _grid_words(key, nx, ny, nz, W):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)  # live clouds are indexed off the tick
 def _build(P, radius, quantum, h_min, max_cells):  # type: ignore[no-untyped-def]
     """``(F, I, order)`` of the index of ``P`` (see the module docstring and the header
     constants); ``order[j]`` is the input index of sorted point ``j``."""

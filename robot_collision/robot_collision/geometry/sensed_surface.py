@@ -33,6 +33,16 @@ next ball along the ray (``sqrt(r^2 + (step / 2)^2)``). With the surface balls t
 sensed surface a shell ``depth`` thick: an object thinner than it, seen from one side, is
 covered whole, also its hidden faces.
 
+**Hollow shell** (``back_only``): a robot outside the shell can enter it only through its
+boundary, so the rays of samples inside a surface (all four patches around them continuous,
+their neighbours' rays all filled or closed) need only their last ball, the shell's back
+face: the front is the surface balls, the sides are the filled rays of the samples on
+silhouettes, depth edges and next to missing returns or self-filtered samples. The back balls
+of neighbouring rays overlap as the surface balls do (each covers its ray's cone at ``depth``),
+so the boundary has no gap. A 1 M-point wall cloud: 246 k occlusion balls -> ~80 k. Not
+covered: a robot already inside the shell when the cloud arrives (occluded by the surface
+itself) is not "in collision"; it is kept from the shell's boundary as from any obstacle.
+
 **Merging** (:func:`merge_balls`): balls are merged per voxel of ``resolution`` into one ball
 centred on the box around their centres whose radius is the largest ``|p - c| + r``: the merged
 ball contains every ball it replaces (no loss of coverage; the radius grows by at most half the
@@ -118,7 +128,8 @@ MAX_SUBDIVISION = 32
 
 
 def grid_surface(
-    G: NDArray[np.float64], max_incidence: float, target: float, min_radius: float = 0.0
+    G: NDArray[np.float64], max_incidence: float, target: float, min_radius: float = 0.0,
+    interior: Optional[NDArray[np.bool_]] = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Balls covering the surface sampled by the organised cloud ``G`` (H, W, 3), sensor frame
     (the sensor at the origin; NaN = no return): ``(R, P, Rp)`` with ``R`` (H, W) the radius of
@@ -128,7 +139,12 @@ def grid_surface(
     ``max_incidence`` (rad, < pi/2): the largest incidence angle still taken as one surface.
     ``target`` (m): a patch whose samples' balls would be larger than this (a face seen at a
     grazing angle) is cut into ``n x n`` smaller triangles, their vertices added as points, so
-    that the balls stay close to the surface instead of bulging out by the patch size."""
+    that the balls stay close to the surface instead of bulging out by the patch size.
+    ``interior`` (H, W) bool, when given, is set True for the samples all four of whose
+    patches are continuous (inside a surface: neither a silhouette, a depth edge nor next to
+    a missing return), False elsewhere."""
+    if interior is not None:
+        interior[...] = False
     if not (0.0 <= max_incidence < 0.5 * math.pi):
         raise ShapeError(f"max_incidence must be in [0, pi/2) rad, got {max_incidence!r}")
     H, W = G.shape[:2]
@@ -188,6 +204,8 @@ def grid_surface(
         side[a, b] = np.maximum(side[a, b], sides)
         full[a, b] += continuous
     R = np.fmax(R, rpatch)
+    if interior is not None:
+        interior[...] = valid & (full == 4)
     # a sample on a silhouette or depth edge: the surface may go on up to the next ray, one
     # sample spacing along the surface (the spacing to its continuous neighbours; at least
     # range x pixel angle)
@@ -217,17 +235,30 @@ def grid_surface(
 
 
 def occlusion_balls(
-    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, min_step: float = 0.005
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, min_step: float = 0.005,
+    back_only: Optional[NDArray[np.bool_]] = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Balls (centres (M, 3), radii (M,)) covering the space from each sample ``P[i]`` (sensor
     frame, sensor at the origin) to ``depth`` m behind it along its ray (the rule: module
     docstring). ``R`` (N,): the samples' radii; the step along a ray is the sample's radius
-    (at least ``min_step``)."""
+    (at least ``min_step``). ``back_only`` (N,) bool: those samples get only the last ball
+    of their ray (the shell's back face; for samples inside a surface, whose neighbours'
+    rays close the shell around them: see "Hollow shell" in the module docstring)."""
     if depth <= 0.0 or len(P) == 0:
         return np.zeros((0, 3)), np.zeros(0)
     rho = _norm(P)
     ok = rho > 1e-9
     P, R, rho = P[ok], R[ok], rho[ok]
+    if back_only is not None:
+        back = np.asarray(back_only, dtype=bool)[ok]
+        Cf, Rf = occlusion_balls(P[~back], R[~back], depth, min_step)
+        Pb, Rb, rb = P[back], R[back], rho[back]
+        step = np.maximum(Rb, min_step)
+        t = np.minimum(np.ceil(depth / step) * step, depth)
+        lateral = Rb * (rb + t) / rb
+        Cb = Pb + (t / rb)[:, None] * Pb
+        return (np.concatenate([Cf, Cb]),
+                np.concatenate([Rf, np.sqrt(lateral * lateral + (0.5 * step) ** 2)]))
     U = P / rho[:, None]
     step = np.maximum(R, min_step)
     k = np.ceil(depth / step).astype(np.int64)

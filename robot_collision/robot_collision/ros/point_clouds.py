@@ -56,7 +56,9 @@ anything that moved since the cloud's stamp (up to ``cloud_max_age``).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 import threading
 import time
 from collections import deque
@@ -188,6 +190,12 @@ LIVE_GRID_CELLS = 1 << 17
 SHADOW_MERGE = 1.0
 """The occlusion balls are merged per voxel of this many ``cloud_resolution`` (2 made the demo
 camera's shadow balls up to 46 mm: they reached out of the box's edges into the arm's path)."""
+
+
+HOLLOW_SHELL = True
+"""The occlusion shell is hollow: rays of samples inside a surface get only their back ball
+(:func:`~robot_collision.geometry.sensed_surface.occlusion_balls`, ``back_only``); the filled
+shell was ~3 x the balls, most of a 1 M-point cloud's worker time and scene size."""
 
 
 class CloudError(RobotCollisionError, ValueError):
@@ -528,6 +536,11 @@ class SensedClouds:
         self.joints = JointHistory()
         self.stats = {"received": 0, "accepted": 0, "rejected": 0, "faulty": 0}
         self.last_error = ""
+        # called (in the thread of on_message) with what objects() will return once a new
+        # cloud is in, BEFORE it is: the filter node builds its checker's scene for it there,
+        # so its tick never sees a cloud whose scene is not built (packing ~100 k balls took
+        # the tick 60-80 ms); an exception in it only leaves the building to the caller
+        self.prepare: Optional[Callable[[list[WorldObject]], object]] = None
 
     @property
     def settings(self) -> CloudSettings:
@@ -629,7 +642,9 @@ class SensedClouds:
             # balls up to 1.5 x cloud_resolution before merging: a camera's usual spacing at
             # range needs no points added (only faces seen at grazing angles do)
             target = 1.5 * s.cloud_resolution if s.cloud_resolution > 0 else math.inf
-            Rg, Pe, Re = grid_surface(G, s.cloud_max_incidence, target, s.cloud_point_radius)
+            inner: Optional[NDArray[np.bool_]] = np.zeros(G.shape[:2], dtype=bool)
+            Rg, Pe, Re = grid_surface(G, s.cloud_max_incidence, target, s.cloud_point_radius,
+                                      inner)
             P, R = np.concatenate([G[valid], Pe]), np.concatenate([Rg[valid], Re])
             alpha = pixel_angle(G)
             ray = np.linalg.norm(G[valid], axis=1) * (alpha if math.isfinite(alpha) else 0.0)
@@ -639,6 +654,7 @@ class SensedClouds:
         else:
             P, R = G[valid], np.full(raw, s.cloud_point_radius)
             Rsh = R.copy()
+            inner = None
         Tb = np.eye(4) if T is None else T
         Pb = P @ Tb[:3, :3].T + Tb[:3, 3]
         # the samples on the robot (within cloud_padding of it) are removed, by the sample's
@@ -652,8 +668,22 @@ class SensedClouds:
         if T is not None and s.cloud_occlusion_depth > 0.0 and shadowed.any():
             # behind the samples (not the points added between them: their rays lie within
             # the samples' shadow radius)
+            back = None
+            if inner is not None and HOLLOW_SHELL:
+                # a hollow shell: rays inside a surface get only their back ball; samples next
+                # to a self-filtered one fill theirs (the shell's side there)
+                gone = np.zeros(G.shape[:2], dtype=bool)
+                gone[valid] = ~shadowed
+                if gone.any():
+                    near = gone.copy()
+                    near[1:] |= gone[:-1]
+                    near[:-1] |= gone[1:]
+                    near[:, 1:] |= near[:, :-1].copy()
+                    near[:, :-1] |= near[:, 1:].copy()
+                    inner &= ~near
+                back = inner[valid][shadowed]
             S, Rs = occlusion_balls(G[valid][shadowed], Rsh[shadowed], s.cloud_occlusion_depth,
-                                    max(s.cloud_resolution, 0.005))
+                                    max(s.cloud_resolution, 0.005), back)
             Sb = S @ Tb[:3, :3].T + Tb[:3, 3]
             if s.cloud_resolution > 0:
                 # the shell behind the surfaces is a volume: merged on its own lattice
@@ -671,9 +701,19 @@ class SensedClouds:
             cloud = PointCloud(centres, radius, None, grid_cells=LIVE_GRID_CELLS)
             cloud.index  # noqa: B018 - built here, off the control tick
             objects.append(WorldObject(cloud, np.eye(4), f"{topic}#r{1e3 * radius:.1f}mm"))
+        new = _Cloud(stamp, tuple(objects), raw)
+        if self.prepare is not None:
+            with self._lock:
+                current = dict(self._clouds)
+            current[topic] = new
+            age, t = s.cloud_max_age, stamp if now is None else now
+            with contextlib.suppress(Exception):
+                self.prepare([o for name in s.point_cloud_topics if name in current
+                              and (age <= 0 or t - current[name].stamp <= age)
+                              for o in current[name].objects])
         with self._lock:
             if topic in self._settings.point_cloud_topics:
-                self._clouds[topic] = _Cloud(stamp, tuple(objects), raw)
+                self._clouds[topic] = new
                 self._faults.pop(topic, None)
         return (f"{topic}: {raw} valid points -> {n} balls in {len(objects)} radius classes "
                 f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
@@ -773,6 +813,7 @@ class CloudSubscriptions:
 
     POLL_PERIOD = 0.01
     QOS_CHECK_PERIOD = 1.0
+    SWITCH_INTERVAL = 0.001
 
     def __init__(self, node: Any, clouds: SensedClouds,
                  limits: Callable[[], MessageLimits], callback_group: Any = None,
@@ -837,6 +878,10 @@ class CloudSubscriptions:
                     reliable = bool(self._publishers_reliable(topic))
                     self._subs[topic] = (self._reader(topic, reliable), reliable)
         if wanted and self._thread is None:
+            # the executor's thread waits for the interpreter while the worker runs Python:
+            # at most SWITCH_INTERVAL between the worker's bytecodes (default 5 ms)
+            if sys.getswitchinterval() > self.SWITCH_INTERVAL:
+                sys.setswitchinterval(self.SWITCH_INTERVAL)
             self._thread = threading.Thread(
                 target=self._run, daemon=True, name=f"{self._node.get_name()}_clouds")
             self._thread.start()

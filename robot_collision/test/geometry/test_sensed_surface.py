@@ -134,3 +134,40 @@ def test_merged_balls_contain_the_balls_they_replace() -> None:
     for _, r, centres in classes:  # each merged ball lies inside its class's ball
         k = np.flatnonzero(np.isin(M[:, 0], centres[:, 0]))
         assert (Rm[k] <= r + 1e-12).all()
+
+
+def test_hollow_shell_boundary_has_no_gap() -> None:
+    """back_only for the samples inside a surface (grid_surface's ``interior``): the shell
+    behind a box seen by the camera keeps a closed boundary -- every point on each camera ray
+    at the occlusion depth behind the seen face (the back face), and every point along the
+    rays of the samples on the box's silhouette (the sides), lies in a ball."""
+    box = WorldObject(Box(0.3, 0.3, 0.3), make_pose(np.eye(3), [1.2, 0.0, 0.5]), "box")
+    T = _look_at(np.array([0.0, 0.2, 0.9]), np.array([1.2, 0.0, 0.5]))
+    G = render_grid(CAMERA, T, [box], np.random.default_rng(0))
+    valid = np.isfinite(G).all(axis=-1)
+    inner = np.zeros(valid.shape, dtype=bool)
+    R, _, _ = grid_surface(G, 1.4, math.inf, 0.0, inner)
+    assert inner.any() and (valid & ~inner).any()
+    P, Rv = G[valid], R[valid]
+    rho = np.linalg.norm(P, axis=1)
+    alpha = max(np.nanmax(R[valid]) / rho.min(), 1e-3)
+    Rsh = np.maximum(Rv, rho * alpha * math.sqrt(0.5))
+    full = occlusion_balls(P, Rsh, 0.1)
+    C, Rc = occlusion_balls(P, Rsh, 0.1, back_only=inner[valid])
+    assert len(C) < 0.5 * len(full[0])
+    # the back face: rays through every pixel's footprint (sub-pixel offsets), 0.1 m behind
+    rng = np.random.default_rng(5)
+    k = rng.integers(0, len(P), 3000)
+    U = P[k] / rho[k, None]
+    offs = rng.normal(size=(3000, 3))
+    offs -= (offs * U).sum(axis=1)[:, None] * U
+    offs *= (rng.uniform(0, 0.5, 3000) * Rsh[k] / np.linalg.norm(offs, axis=1))[:, None]
+    Q = (P[k] + offs) * (1.0 + 0.1 / rho[k])[:, None]
+    edge = ~inner[valid][k]
+    A = np.concatenate([P, C])
+    B = np.concatenate([Rv, Rc])
+    assert _covered(Q, A, B).all()
+    # the sides: along the silhouette samples' rays
+    t = rng.uniform(0.0, 0.1, (int(edge.sum()), 1))
+    S = P[k][edge] * (1.0 + t / rho[k][edge, None])
+    assert _covered(S, A, B).all()

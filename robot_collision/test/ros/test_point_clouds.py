@@ -346,3 +346,28 @@ def test_filter_stops_on_a_blinded_camera(ros: Any, tmp_path: Path) -> None:
     assert m is not None and not m.ok, [x.fault for x in status.messages[-3:]]
     js.helper.destroy_timer(timer)
     js.helper.destroy_timer(js.timer)
+
+
+def test_checker_scene_prepared_ahead_is_adopted_not_rebuilt() -> None:
+    """The cloud worker's CollisionChecker.prepare: the next call on exactly that world adopts
+    the scene built ahead (the filter's tick packs nothing), with the same distances as a
+    checker that builds it itself; another world (or order) is built as before."""
+    from robot_collision.collision.checker import CollisionChecker
+    from robot_collision.geometry.point_cloud import PointCloud
+    from robot_collision.geometry.shapes import WorldObject
+
+    robot = RobotModel.from_urdf(URDF, SRDF)
+    rng = np.random.default_rng(3)
+    world = [WorldObject(PointCloud(rng.uniform(-1, 1, (5000, 3)) + np.array([0.8, 0, 0.5]), 0.01),
+                         np.eye(4), f"cloud{k}") for k in range(2)]
+    q = np.array([0.0, 0.3, 0.0, 1.2, 0.0, 0.8, 0.0])
+    ahead, plain = CollisionChecker(robot), CollisionChecker(robot)
+    ahead.pair_distances(q, world[:1])
+    ahead.prepare(world)
+    built = ahead._prebuilt[-1]
+    d = ahead.pair_distances(q, world, exhaustive=True)
+    assert ahead._scene is built
+    np.testing.assert_array_equal(d.D, plain.pair_distances(q, world, exhaustive=True).D)
+    assert ahead.world_names == ["cloud0", "cloud1"]
+    d = ahead.pair_distances(q, world[::-1], exhaustive=True)
+    assert ahead._scene is not built and ahead.world_names == ["cloud1", "cloud0"]
