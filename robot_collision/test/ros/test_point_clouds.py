@@ -371,3 +371,31 @@ def test_checker_scene_prepared_ahead_is_adopted_not_rebuilt() -> None:
     assert ahead.world_names == ["cloud0", "cloud1"]
     d = ahead.pair_distances(q, world[::-1], exhaustive=True)
     assert ahead._scene is not built and ahead.world_names == ["cloud1", "cloud0"]
+
+
+@pytest.mark.parametrize("dtype", ["<f4", ">f8"])
+def test_pointcloud2_view_reads_what_rclpy_deserializes(dtype: str) -> None:
+    """The worker reads clouds in place (pointcloud2_view): every attribute the cloud code
+    uses equals rclpy's deserialized message, the grids agree; truncated bytes are refused."""
+    from rclpy.serialization import serialize_message
+
+    from robot_collision.ros.intake import MessageLimits, MessageRejectedError
+    from robot_collision.ros.point_clouds import pointcloud2_to_grid, pointcloud2_view
+
+    rng = np.random.default_rng(1)
+    P = rng.normal(size=(12, 3))
+    P[5] = np.nan
+    msg = _msg(P, dtype, height=3, dense=False, frame="camera_õptical")
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 1_700_000_123, 456_789
+    raw = serialize_message(msg)
+    v = pointcloud2_view(raw, MessageLimits())
+    assert (v.header.frame_id, v.header.stamp.sec, v.header.stamp.nanosec) == (
+        msg.header.frame_id, msg.header.stamp.sec, msg.header.stamp.nanosec)
+    for a in ("height", "width", "is_bigendian", "point_step", "row_step", "is_dense"):
+        assert getattr(v, a) == getattr(msg, a), a
+    assert [(f.name, f.offset, f.datatype, f.count) for f in v.fields] == [
+        (f.name, f.offset, f.datatype, f.count) for f in msg.fields]
+    assert bytes(v.data) == bytes(msg.data)
+    np.testing.assert_array_equal(pointcloud2_to_grid(v)[0], pointcloud2_to_grid(msg)[0])
+    with pytest.raises(MessageRejectedError):
+        pointcloud2_view(raw[:-7], MessageLimits())
