@@ -232,9 +232,15 @@ if grep -n -E "Traceback|KeyboardInterrupt|Exception ignored|escalating to|proce
      "$LAUNCH_LOG"; then
   fail+=("tracebacks or escalations in the launch log")
 fi
-if grep -E "kernels ready" "$LAUNCH_LOG" | grep -q " compiled,"; then
+# each node's first "kernels ready" line is its start: loaded from the build's cache, not
+# compiled; later ones follow a parameter change (acceleration_limits compiles the filter's
+# braking variant at run time: reported, not failed)
+first_ready=$(grep -E "kernels ready" "$LAUNCH_LOG" | awk '{ if (!seen[$1]++) print }')
+if grep -q " compiled," <<< "$first_ready"; then
   fail+=("a node compiled kernels at its first start (the build should have compiled them)")
 fi
+grep -E "kernels ready" "$LAUNCH_LOG" | awk '{ if (seen[$1]++) print }' \
+  | grep " compiled," | sed 's/^/  note: at run time, after a parameter change: /' || true
 if [ ${#fail[@]} -gt 0 ]; then
   echo "--- $LAUNCH_LOG"; cat "$LAUNCH_LOG"
   for f in "${fail[@]}"; do echo "ros-real: FAIL: $f" >&2; done
