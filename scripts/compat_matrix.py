@@ -329,11 +329,14 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown environments {unknown}; choose from {sorted(ENVS)}")
     work = Path(args.work).resolve()
-    results = [run_env(n, work, args.pytest_args.split(), args.ref) for n in names]
+    results = []
+    for n in names:
+        results.append(run_env(n, work, args.pytest_args.split(), args.ref))
+        if args.json:  # after each environment: a long run's finished rows are kept
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
     text = table(results)
     print(text)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
     if args.readme:
         write_readme(text)
     return 0 if all(r.get("ok") for r in results) else 1
