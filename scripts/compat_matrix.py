@@ -149,7 +149,8 @@ def versions(py: str, env: dict[str, str]) -> dict[str, dict[str, str]]:
         f"names = {SHOWN!r}\n"
         "print(json.dumps({n: _compat._installed(n) for n in names}))\n"
     )
-    proc = subprocess.run([py, "-c", code], capture_output=True, text=True, env=env,
+    proc = subprocess.run([py, "-c", code], capture_output=True, text=True,
+                          env={**env, "ROBOT_COLLISION_SKIP_VERSION_CHECK": "1"},  # may fail
                           cwd=env["RC_COPY"])
     try:
         raw = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -287,15 +288,18 @@ def table(results: list[dict[str, Any]]) -> str:
     for r in results:
         v = r.get("versions", {})
 
-        def cell(n: str, vv: dict[str, dict[str, str]] = v) -> str:
+        def cell(n: str, vv: dict[str, dict[str, str]] = v, r: dict[str, Any] = r) -> str:
             if n not in vv:
                 return "-"
             where = " (apt)" if vv[n]["where"] == "system" else ""
+            before = r.get("replaced", {}).get(n, "")
+            if before:
+                where = f" (venv, over apt's {before.split(' -> ')[0]})"
             return f"{vv[n]['version']}{where}"
 
         spec = ENVS[r["env"]]
         replaced = "; replaces " + ", ".join(f"{k} {x}" for k, x in r.get("replaced", {}).items()
-                                               ) if r.get("replaced") else ""
+                                               ) if r.get("replaced") else "; replaces nothing"
         prefix = ("venv `--system-site-packages`, " if spec["system"] else "venv, ")
         rows.append(
             f"| {r['label']} | {spec['python']} | {cell('numpy')} | {cell('scipy')} | "
