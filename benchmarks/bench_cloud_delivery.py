@@ -6,7 +6,12 @@ its console script runs it) filters commands at 100 Hz; a separate process publi
 front of the camera, every 35th pixel without a return) at 10 Hz, RELIABLE (and, second run,
 BEST_EFFORT). Reported per run: clouds published, clouds the node processed into obstacles
 (``clouds_used_pct``), and the node's command latency (command arrival -> filtered command
-published, ``LatencyRecord``) p50 / p99 with the clouds and, first, without any.
+published, ``LatencyRecord``) p50 / p99 with the clouds and, first, without any. Those are
+wall-clock figures of a shared machine; ``cpu_per_cloud`` adds the thread CPU time of the same
+cloud's work in one process (worker, the tick after a new cloud, a steady tick), which the
+machine's load does not change. Before/after in one sitting: run it with ``PYTHONPATH`` at a
+work tree of the earlier code (``git worktree add /tmp/before HEAD``,
+``PYTHONPATH=/tmp/before/robot_collision``).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ _PUBLISHER = textwrap.dedent('''
                      else ReliabilityPolicy.BEST_EFFORT)
     from sensor_msgs.msg import PointCloud2
     pub = node.create_publisher(PointCloud2, topic, qos)
-    H = W = 1000
+    W = 1000
     f = 0.5 * W / math.tan(math.radians(35.0))
     u = (np.arange(W) + 0.5 - W / 2) / f
     v = (np.arange(H) + 0.5 - H / 2) / f
@@ -170,12 +175,82 @@ def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
     return out
 
 
+def cpu_per_cloud(n: int = 8) -> dict[str, Any]:
+    """Thread CPU time (not wall time: independent of the machine's load) of the same 1 M-point
+    cloud in one process: the worker's share (read from the serialized bytes, process, and
+    build the filter's scene when this code can: ``SensedClouds.prepare``), the filter's tick
+    right after the new cloud is handed over (set_world + filter) and a steady tick; medians
+    after two warm-up clouds, and the largest tick after a new cloud."""
+    import math
+
+    from rclpy.serialization import serialize_message
+
+    from robot_collision import CollisionChecker, RobotModel, default_robot_paths
+    from robot_collision.control.velocity_filter import FilterOptions, VelocityFilter
+    from robot_collision.ros import point_clouds as pc
+    from robot_collision.ros.intake import MessageLimits
+
+    urdf, srdf = default_robot_paths()
+    robot = RobotModel.from_urdf(urdf, srdf=srdf)
+    W = 1000
+    f = 0.5 * W / math.tan(math.radians(35.0))
+    u = (np.arange(W) + 0.5 - W / 2) / f
+    U, V = np.meshgrid(u, u)
+    G = np.stack([1.5 * U, 1.5 * V, np.full(U.shape, 1.5)], -1)
+    G.reshape(-1, 3)[::35] = np.nan
+    raw = serialize_message(pc.points_to_pointcloud2(G, "camera_optical"))
+    limits = MessageLimits(max_message_bytes=1 << 30)
+    clouds = pc.SensedClouds(pc.CloudSettings(point_cloud_topics=("c",),
+                                              camera_poses=(("c", CAMERA),)))
+    clouds.set_robot(robot, {robot.base_name})
+    q = np.array([0.0, 0.3, 0.0, 1.2, 0.0, 0.8, 0.0])
+    clouds.joints.add(0.0, q)
+    filt = VelocityFilter(CollisionChecker(robot), FilterOptions(safety_distance_env=0.03))
+    view = getattr(pc, "pointcloud2_view", None)
+    if view is not None and hasattr(filt.checker, "prepare"):
+        clouds.prepare = lambda objs: filt.checker.prepare(list(objs))
+
+    def read(b: bytes) -> Any:
+        if view is not None:
+            return view(b, limits)
+        from sensor_msgs.msg import PointCloud2
+
+        from robot_collision.ros.intake import decode
+        return decode(b, PointCloud2, limits, "PointCloud2")
+
+    work, new_tick, tick = [], [], []
+    qd = np.full(7, 0.01)
+    text = ""
+    for _ in range(max(3, n)):
+        c0 = time.thread_time()
+        text = clouds.on_message("c", read(raw), 0.0, 0.0)
+        work.append(time.thread_time() - c0)
+        objs = clouds.objects(0.0)
+        c0 = time.thread_time()
+        filt.set_world(objs, keep_witnesses=True)
+        filt.filter(q, qd, 0.01)
+        new_tick.append(time.thread_time() - c0)
+        c0 = time.thread_time()
+        for _ in range(20):
+            filt.filter(q, qd, 0.01)
+        tick.append((time.thread_time() - c0) / 20)
+
+    def med(a: list[float]) -> float:
+        return round(1e3 * float(np.median(a[2:])), 1)
+
+    return {"worker_cpu_ms": med(work), "tick_after_new_cloud_cpu_ms": med(new_tick),
+            "tick_after_new_cloud_max_cpu_ms": round(1e3 * max(new_tick[2:]), 1),
+            "steady_tick_cpu_ms": round(1e3 * float(np.median(tick)), 2),
+            "balls": text.split("->")[-1].split(" in ")[0].strip()}
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_LOG_DIR", os.path.join(tempfile.gettempdir(), "rc_roslog"))
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 101)))
     seconds = 5.0 if quick else 20.0
     return {"points": POINTS, "rate_hz": RATE, "seconds": seconds,
+            "cpu_per_cloud": cpu_per_cloud(4 if quick else 8),
             "no_clouds": _run(seconds, None),
             "reliable_publisher": _run(seconds, True),
             "best_effort_publisher": _run(seconds, False),
