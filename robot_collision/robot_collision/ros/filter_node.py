@@ -297,6 +297,8 @@ class _Cycle:
     active: list[str] = field(default_factory=list)
     solve_time: float = 0.0
     expiry: float = math.inf  # monotonic time after which this output must not be in force
+    why: str = ""  # what sets the expiry: the state's "arrival" or "stamp", or the "command"
+    since: float = math.nan  # the monotonic time the expiry counts from
 
 
 def _f64(values: NDArray[np.float64]) -> array.array:
@@ -842,11 +844,14 @@ class VelocityFilterNode(Node):
         if not res.ok:
             return _Cycle(zeros, None, False, res.fault, res.min_distance, 0.0,
                           res.active_constraints, solve)
-        expiry = min(snap.arrival + s.state_timeout, snap.stamp + s.max_state_age)
+        ends = [(snap.arrival + s.state_timeout, "arrival", snap.arrival),
+                (snap.stamp + s.max_state_age, "stamp", snap.stamp)]
         if s.command_timeout > 0:
-            expiry = min(expiry, self._cmd_time + s.command_timeout)
+            ends.append((self._cmd_time + s.command_timeout, "command", self._cmd_time))
+        expiry, why, since = min(ends)
         return _Cycle(res.velocity[setup.cmd_idx], self._cmd_layout, True, "",
-                      res.min_distance, res.scaling, res.active_constraints, solve, expiry)
+                      res.min_distance, res.scaling, res.active_constraints, solve, expiry,
+                      why, since)
 
     def _zero_cycle(self, fault: str) -> _Cycle:
         setup = self._setup
@@ -876,17 +881,22 @@ class VelocityFilterNode(Node):
                     "disagree)")
         return ""
 
-    def _expired(self, now: float) -> str:
-        """Why an output computed earlier is no longer valid at ``now``."""
+    def _expired(self, now: float, cycle: Optional[_Cycle] = None) -> str:
+        """Why the output of ``cycle`` (default: the one in force) is no longer valid at
+        ``now``: the limit that set its expiry, measured from the input it was computed from
+        (a newer input that arrived meanwhile does not make that output valid)."""
+        c = cycle if cycle is not None else self._last_cycle
+        s = self._settings
         states = self._states
-        if states is not None:
-            snap = states.snapshot()
-            # (the watchdog calls this at the expiry itself: 1 µs over it counts as stale)
-            why = snap.fault or self._stale(now + 1e-6, snap.stamp, snap.arrival)
-            if why:
-                return why
+        if c.why == "arrival":
+            name = states.oldest(now)[0] if states is not None else ""
+            return (f"stale state: joint {name!r} arrived {now - c.since:.3f} s before this "
+                    f"output would have been applied (state_timeout {s.state_timeout:g} s)")
+        if c.why == "stamp":
+            return (f"stale state: the joint state was measured {now - c.since:.3f} s ago by "
+                    f"its stamp (max_state_age {s.max_state_age:g} s)")
         return (f"command timeout: newest command is {now - self._cmd_time:.3f} s old "
-                f"(command_timeout {self._settings.command_timeout:g} s)")
+                f"(command_timeout {s.command_timeout:g} s)")
 
     @staticmethod
     def _output_msg(cycle: _Cycle) -> Optional[Float64MultiArray]:
@@ -909,7 +919,7 @@ class VelocityFilterNode(Node):
         # 140 trials with two busy loops on the 2 cores)
         now = time.monotonic()
         if cycle.ok and now > cycle.expiry:  # went stale while it was computed
-            cycle = self._zero_cycle(self._expired(now))
+            cycle = self._zero_cycle(self._expired(now, cycle))
             out = self._output_msg(cycle)
         self._last_cycle = cycle
         if out is None or cycle.velocity is None:

@@ -199,8 +199,10 @@ def test_stops_at_safety_distance_moves_away_and_zeros_without_state(
     stopped = ros.wait_until(lambda: _settled(rig), 30.0)
     assert stopped, f"the arm did not stop: velocity {list(rig.states.last.velocity)}"
     q_stop = np.asarray(rig.states.last.position)
-    st_stop = rig.status.last
-    assert st_stop.ok and st_stop.fault == "" and st_stop.scaling < 0.05
+    # at rest against the wall (a state that arrived late can let a small step through
+    # while the arm creeps onto the safety distance: the status settles within a moment)
+    st_stop = _status_after(rig, time.monotonic(), lambda m: m.ok and m.scaling < 0.05)
+    assert st_stop is not None and st_stop.fault == "", rig.status.last
     assert any("wall" in c for c in st_stop.active_constraints)
 
     # 2) command pointing away: passes unchanged (bit for bit) and the arm moves off the wall
@@ -218,6 +220,9 @@ def test_stops_at_safety_distance_moves_away_and_zeros_without_state(
     t_kill = time.monotonic()
     st = _status_after(rig, t_kill, lambda m: m.fault.startswith("stale state"))
     assert st is not None and not st.ok and st.scaling == 0.0
+    # states still in flight when the source stopped (a starved process receives them late)
+    # are late states, used as such: judge the outputs once none can be in flight any more
+    time.sleep(0.3)
     t_stale = time.monotonic()
     zeros0, ticks0 = rig.node.stats["zeros"], rig.node.stats["ticks"]
     time.sleep(0.5)
@@ -614,7 +619,7 @@ def test_filter_on_ticks_only(ros: Any) -> None:
 def test_split_publishers_are_merged(ros: Any, robot: RobotModel) -> None:
     """The arm's joints on two publishers (a controller each) plus a gripper publisher of a
     joint the model lacks: merged joint by joint, the command passes on every tick."""
-    rig = _start(ros, arm=False, state_timeout=0.2)
+    rig = _start(ros, arm=False, state_timeout=0.5)
     arm_pub = rig.helper.create_publisher(JointState, "joint_states", 10)
     wrist_pub = rig.helper.create_publisher(JointState, "joint_states", 10)
     grip_pub = rig.helper.create_publisher(JointState, "joint_states", 10)
