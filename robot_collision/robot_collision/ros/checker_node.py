@@ -354,7 +354,8 @@ class CollisionCheckerNode(Node):
             callback_group=self._service_group)
         self.clouds = SensedClouds(
             cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
-        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._limits, self._cloud_group)
+        self._cloud_subs = CloudSubscriptions(self, self.clouds, self._limits, self._cloud_group,
+                                              start_paused=True)
         self._cloud_subs.sync()
         self._world_cache: tuple[Any, tuple[WorldObject, ...]] = (None, ())
         self._make_timers()
@@ -461,6 +462,7 @@ class CollisionCheckerNode(Node):
             pipe = self._build_pipeline(robot, keep)
         self._warm_up(pipe)
         self._install(pipe)
+        self._cloud_subs.resume()  # kernels loaded: clouds may come
 
     def _warm_up(self, pipe: _Pipeline) -> None:
         """Run each checker once so that the compiled kernels are loaded (or compiled) now and

@@ -411,7 +411,8 @@ class VelocityFilterNode(Node):
             callback_group=self._service_group)
         self.clouds = SensedClouds(cloud_settings(s), tf2_lookup(self, self._base_frame))
         self._cloud_subs = CloudSubscriptions(
-            self, self.clouds, self._limits, MutuallyExclusiveCallbackGroup())
+            self, self.clouds, self._limits, MutuallyExclusiveCallbackGroup(),
+            start_paused=True)
         self.clouds.prepare = self._prebuild_cloud_scene
         self._cloud_subs.sync()
         self._make_timer()
@@ -572,6 +573,7 @@ class VelocityFilterNode(Node):
             self._install(None, robot, f"configuration error: {exc}")
             return
         self._install(setup, robot, "")
+        self._cloud_subs.resume()  # the filter's kernels are loaded: clouds may come
         groups = sorted(g for g in setup.filt.protection if g != _UNCOMMANDED)
         self.get_logger().info(
             f"filter ready for {len(setup.joints)} joints {list(setup.joints)}; protection "

@@ -223,7 +223,7 @@ class PlannerNode(Node):
         self.clouds = SensedClouds(
             cloud_settings(self._settings), tf2_lookup(self, self._base_frame))
         self._cloud_subs = CloudSubscriptions(self, self.clouds, self._limits, self._world_group,
-                                              before=self.latest_joint_state)
+                                              before=self.latest_joint_state, start_paused=True)
         self._cloud_subs.sync()
         # ~/world_objects and the shared world_topics (every node's), reliable, deep enough
         # for bursts; ~/world_version reports the world's digest after each change
@@ -312,6 +312,8 @@ class PlannerNode(Node):
             f"planner ready for {robot.name!r} on {self.resolve_action_name()}")
         if pipe.settings.warm_up:
             self._worker.submit(lambda: self._warm_up(pipe))
+        else:
+            self._cloud_subs.resume()
 
     def _warm_up(self, pipe: Pipeline) -> None:
         """Plan, shorten and time once (joint goal and goal region) between random valid
@@ -325,6 +327,8 @@ class PlannerNode(Node):
                 self._plan_once(pipe)
         except Exception as exc:
             self.get_logger().warning(f"planner warm-up failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._cloud_subs.resume()  # kernels loaded: clouds may come
 
     def _plan_once(self, pipe: Pipeline) -> None:
         """The warm-up's planning (see :meth:`_warm_up`)."""

@@ -886,8 +886,15 @@ class CloudSubscriptions:
 
     def __init__(self, node: Any, clouds: SensedClouds,
                  limits: Callable[[], MessageLimits], callback_group: Any = None,
-                 before: Optional[Callable[[], object]] = None) -> None:
+                 before: Optional[Callable[[], object]] = None,
+                 start_paused: bool = False) -> None:
         self._node = node
+        # the worker takes no cloud until resume(): a node resumes it once its kernels are
+        # loaded or compiled (a cloud processed while a first start compiled the node's kernels
+        # in another thread was never handed over: the filter waited for a cloud forever)
+        self._ready = threading.Event()
+        if not start_paused:
+            self._ready.set()
         self._clouds = clouds
         self._limits = limits
         self._before = before
@@ -977,8 +984,14 @@ class CloudSubscriptions:
                 f"point cloud topic {topic}: reading {'reliable' if want else 'best-effort'} "
                 "(as its publishers)")
 
+    def resume(self) -> None:
+        """Start taking clouds (see ``start_paused``)."""
+        self._ready.set()
+
     def _run(self) -> None:
         while not self._stop.wait(self.POLL_PERIOD):
+            if not self._ready.is_set():
+                continue
             try:
                 now = time.monotonic()
                 if now >= self._next_qos_check:
