@@ -101,6 +101,21 @@ def _shown_list(names: Sequence[Any], most: int = 12) -> str:
     return f"[{shown}{', ...' if len(names) > most else ''}] ({len(names)} names)"
 
 
+def named_values(names: tuple[Any, ...], values: ArrayLike, what: str,
+                 field: str = "positions") -> NDArray[np.float64]:
+    """``values`` as a float array (k,) matching ``names`` (k,); ConversionError otherwise."""
+    try:
+        arr = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ConversionError(f"{what} {field} must be numbers: {exc}") from None
+    if len(names) != arr.shape[0]:
+        raise ConversionError(
+            f"{what} has {len(names)} joint names but {arr.shape[0]} {field}; "
+            "they must have the same length"
+        )
+    return arr
+
+
 class JointStateMapper:
     """Maps joint-state (names, positions) onto a model's configuration vector by name.
 
@@ -174,15 +189,7 @@ class JointStateMapper:
         joint is an error); ``allow_unknown=False`` makes names outside the model an error.
         """
         names_t = tuple(names)
-        try:
-            pos = np.asarray(positions, dtype=float).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise ConversionError(f"{what} positions must be numbers: {exc}") from None
-        if len(names_t) != pos.shape[0]:
-            raise ConversionError(
-                f"{what} has {len(names_t)} joint names but {pos.shape[0]} positions; "
-                "they must have the same length"
-            )
+        pos = named_values(names_t, positions, what)
         if not names_t and fallback is None:
             raise ConversionError(f"{what} is empty (no joint names, no positions)")
         model_idx, msg_idx = self._layout(names_t, allow_unknown)

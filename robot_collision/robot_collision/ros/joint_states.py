@@ -38,7 +38,7 @@ from typing import Any, Optional
 import numpy as np
 from numpy.typing import NDArray
 
-from .conversions import ConversionError, JointStateMapper
+from .conversions import ConversionError, JointStateMapper, named_values
 
 __all__ = ["JointStateCache", "JointStateSnapshot", "stamp_age", "stamp_ns"]
 
@@ -160,14 +160,7 @@ class JointStateCache:
     def _parse(self, names: tuple[str, ...], positions: Any, age: Optional[float], what: str
                ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """(model indices, their positions) of one message; raises ConversionError."""
-        try:
-            pos = np.asarray(positions, dtype=float).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise ConversionError(f"{what} positions must be numbers: {exc}") from None
-        if len(names) != pos.shape[0]:
-            raise ConversionError(
-                f"{what} has {len(names)} joint names but {pos.shape[0]} positions; they "
-                "must have the same length")
+        pos = named_values(names, positions, what)
         model_idx, msg_idx = self._mapper._layout(names, True)
         values = pos[msg_idx]
         bad = ~np.isfinite(values)
