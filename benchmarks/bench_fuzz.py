@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from ros_procs import NodeProcesses, OutputCheck, ros_environment  # noqa: E402
+from ros_procs import NodeProcesses, OutputCheck, ros_environment, send_goal  # noqa: E402
 
 __all__ = ["fuzz", "run"]
 
@@ -339,7 +339,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
             goal.joint_names = joints
             goal.goal_positions = [0.2, 0.3, 0.0, -0.3, 0.0, 0.5, 0.0]
             goal.time_limit = 5.0
-            res = _send_goal(goal_client, goal, 30.0)
+            res = send_goal(executor, goal_client, goal, 30.0)
             if res is None:
                 return None
             if res.error_code != 0:
@@ -421,7 +421,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
         goal_codes: dict[str, int] = {}
         unexpected: dict[str, int] = {}
         for label, goal in _bad_goals(joints, PlanMotion)[: max(1, goal_count)]:
-            res = _send_goal(goal_client, goal, 30.0)
+            res = send_goal(executor, goal_client, goal, 30.0)
             goal_codes[label] = code = -1 if res is None else int(res.error_code)
             if code not in _EXPECTED_CODES.get(label, (7,)):
                 unexpected[label] = code
@@ -484,20 +484,6 @@ def _world_type() -> Any:
 
 def _is_huge(label: str) -> bool:
     return "1e" in label or "MB" in label
-
-
-def _send_goal(client: Any, goal: Any, timeout: float) -> Any:
-    """Send ``goal`` and wait for its result (None on timeout or rejection)."""
-    fut = client.send_goal_async(goal)
-    deadline = time.monotonic() + timeout
-    while not fut.done() and time.monotonic() < deadline:
-        time.sleep(0.002)
-    if not fut.done() or not fut.result().accepted:
-        return None
-    res_fut = fut.result().get_result_async()
-    while not res_fut.done() and time.monotonic() < deadline:
-        time.sleep(0.002)
-    return res_fut.result().result if res_fut.done() else None
 
 
 # PlanMotion codes a bad goal may end with: INVALID_GOAL (7) unless listed here

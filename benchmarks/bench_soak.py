@@ -39,7 +39,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from ros_procs import NodeProcesses, OutputCheck, errors_logged, ros_environment  # noqa: E402
+from ros_procs import (  # noqa: E402
+    NodeProcesses,
+    OutputCheck,
+    errors_logged,
+    ros_environment,
+    send_goal,
+)
 
 __all__ = ["run", "soak"]
 
@@ -161,16 +167,8 @@ def soak(minutes: float = 10.0, idle: float = 20.0, warmup: float = 30.0,
                 g.use_start = True
                 g.start_positions = GOALS[(k + 1) % 2]
                 g.time_limit = 5.0
-                fut = goal_client.send_goal_async(g)
-                t_end = time.monotonic() + 30.0
-                while not fut.done() and time.monotonic() < t_end:
-                    time.sleep(0.01)
-                ok = False
-                if fut.done() and fut.result().accepted:
-                    res = fut.result().get_result_async()
-                    while not res.done() and time.monotonic() < t_end:
-                        time.sleep(0.01)
-                    ok = res.done() and res.result().result.error_code == 0
+                res = send_goal(executor, goal_client, g, 30.0)
+                ok = res is not None and res.error_code == 0
                 with lock:
                     counts["goals"] = counts.get("goals", 0) + 1
                     counts["goals_ok"] = counts.get("goals_ok", 0) + int(ok)

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["NODE_MODULES", "NodeProcesses", "OutputCheck", "errors_logged", "ros_environment"]
+__all__ = ["NODE_MODULES", "NodeProcesses", "OutputCheck", "errors_logged", "ros_environment",
+           "send_goal"]
 
 NODE_MODULES = {
     "collision_checker": "robot_collision.ros.checker_node",
@@ -175,3 +176,25 @@ class OutputCheck:
 def errors_logged(text: str) -> int:
     """Lines of a node log at ERROR or FATAL level."""
     return sum(1 for line in text.splitlines() if line.startswith(("[ERROR]", "[FATAL]")))
+
+
+def send_goal(executor: Any, client: Any, goal: Any, timeout: float) -> Any:
+    """Send ``goal`` with the ActionClient ``client`` and return its result message (None when
+    rejected or after ``timeout`` s). Called from any thread while another thread spins
+    ``executor``: the client's calls run as a task in the executor's thread, because rclpy's
+    ActionClient (Jazzy wheels, Humble) files a request's sequence number only after sending it,
+    and a spinning thread that takes the reply first drops it, so the future never completes
+    (ros2/rclpy#1123; CI saw fast INVALID_GOAL results never arrive)."""
+
+    async def run() -> Any:
+        handle = await client.send_goal_async(goal)
+        if not handle.accepted:
+            return None
+        response = await handle.get_result_async()
+        return response.result
+
+    task = executor.create_task(run)
+    deadline = time.monotonic() + timeout
+    while not task.done() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return task.result() if task.done() else None

@@ -114,6 +114,7 @@ class Probe(Node):
         self.co_pub = self.create_publisher(CollisionObject, "/collision_object", reliable)
         self.cmd_pub = self.create_publisher(Float64MultiArray, "/velocity_filter/command", 10)
         self.plan_client = ActionClient(self, PlanMotion, "/planner/plan_motion")
+        self.executor: Any = None  # set by main(): goals are sent from its thread
         self.cloud_pub = self.create_publisher(PointCloud2, CLOUD_TOPIC, 5)
         self.camera: Optional[tuple[np.ndarray, np.ndarray]] = None  # (R, t): camera in base
         self.patch_base = _patch(np.array(FAR_PATCH), np.array([0.0, 0.0, -1.0]))
@@ -256,13 +257,19 @@ def check_plan(p: Probe) -> tuple[bool, str, dict[str, Any]]:
     goal.goal_positions = list(GOAL)
     goal.time_limit = 10.0
     n_display = len(p.displays)
-    fut = p.plan_client.send_goal_async(goal)
-    if not p.wait(fut.done, 30.0) or not fut.result().accepted:
-        return False, "PlanMotion goal not accepted", {}
-    res_fut = fut.result().get_result_async()
-    if not p.wait(res_fut.done, 60.0):
+
+    async def send() -> Any:
+        # in the executor's thread: rclpy's ActionClient drops a reply that the spinning thread
+        # takes before the sending thread filed its sequence number (ros2/rclpy#1123)
+        handle = await p.plan_client.send_goal_async(goal)
+        return (await handle.get_result_async()).result if handle.accepted else False
+
+    task = p.executor.create_task(send)
+    if not p.wait(task.done, 60.0):
         return False, "PlanMotion: no result within 60 s", {}
-    res = res_fut.result().result
+    res = task.result()
+    if res is False:
+        return False, "PlanMotion goal not accepted", {}
     if res.error_code != PlanMotion.Result.SUCCESS:
         return False, f"PlanMotion failed: {res.error_code} {res.message}", {}
     disp = p.wait(lambda: p.displays[n_display:], 10.0)
@@ -494,6 +501,7 @@ def main() -> int:
     probe.set_camera(robot.base_name, camera.rotation, camera.translation)
     executor = SingleThreadedExecutor()
     executor.add_node(probe)
+    probe.executor = executor
     def spin_quietly() -> None:
         with contextlib.suppress(ExternalShutdownException):
             executor.spin()

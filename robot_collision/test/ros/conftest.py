@@ -173,6 +173,14 @@ class RosHarness:
     def wait_for_subscribers(self, publisher: Any, count: int = 1, timeout: float = 10.0) -> bool:
         return wait_for_subscribers(publisher, count, timeout)
 
+    def in_executor(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """``fn()`` run in the spinning thread; its return value. ActionClient calls go through
+        here: rclpy files a goal's sequence number after sending it, and a reply taken by the
+        spinning thread before that is dropped (ros2/rclpy#1123)."""
+        task = self.executor.create_task(fn)
+        assert wait_until(task.done, timeout, period=0.001), "the executor did not run the call"
+        return task.result()
+
     def shutdown(self) -> None:
         rclpy.try_shutdown(context=self.context)
         self._thread.join(timeout=10.0)

@@ -161,10 +161,10 @@ def test_planner_stops_cleanly_while_planning(ros: Any, spawn: Any) -> None:
         goal.start_positions = [float(v) for v in robot.home_configuration()]
         goal.validation_distance = 1e-7
         goal.time_limit = 120.0
-        future = client.send_goal_async(goal)
+        future = ros.in_executor(lambda: client.send_goal_async(goal))
         assert ros.wait_until(future.done, 30.0) and future.result().accepted
         time.sleep(1.0)  # planning
-        assert not future.result().get_result_async().done()
+        assert not ros.in_executor(future.result().get_result_async).done()
         _assert_clean_stop(p, signal.SIGINT)
     finally:
         client.destroy()
