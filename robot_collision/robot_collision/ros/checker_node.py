@@ -2,7 +2,8 @@
 
 Interface (names relative to the node; ``~`` = the node's private namespace):
 
-- subscribes ``joint_states`` (``sensor_msgs/JointState``; joints mapped by name, extra joints
+- subscribes ``joint_states`` (``sensor_msgs/JointState``, best effort: any publisher's
+  reliability; joints mapped by name, extra joints
   ignored; a sample with missing or non-finite model joints, mismatched lengths or no names is
   rejected with a throttled error and produces nothing);
 - publishes ``~/clearance`` (``robot_collision_interfaces/ClearanceTable``): one table per
@@ -337,8 +338,13 @@ class CollisionCheckerNode(Node):
         self._marker_pub = self.create_publisher(MarkerArray, "~/markers", qos)
         # inputs arrive serialized and are size-checked before they are deserialized
         # (robot_collision.ros.intake)
+        # joint states best effort (as the filter and the planner): a best-effort subscription
+        # hears reliable and best-effort publishers alike (drivers that publish joint states
+        # with the sensor-data profile never reached a reliable one); depth 20 for several
+        # publishers publishing at the same moments
+        states_qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT)
         self._joint_sub = CheckedSubscription(
-            self, JointState, "joint_states", self._on_joint_state, qos, self._limits,
+            self, JointState, "joint_states", self._on_joint_state, states_qos, self._limits,
             self._on_rejected_joint_state, "JointState", callback_group=self._state_group,
             qos_overriding_options=overrides)
         # ~/world_objects and the shared world_topics (every node's), reliable, deep enough

@@ -78,7 +78,8 @@ def _start(ros: Any, **params: Any) -> SimpleNamespace:
     tables = ros.collect(helper, ClearanceTable, f"{ns}/collision_checker/clearance")
     assert ros.wait_for_subscribers(pub), "checker did not subscribe to joint_states"
     assert ros.wait_until(lambda: node._clearance_pub.get_subscription_count() > 0)
-    return SimpleNamespace(ns=ns, node=node, helper=helper, pub=pub, tables=tables, stamp=[0])
+    return SimpleNamespace(ns=ns, node=node, helper=helper, pub=pub, tables=tables, stamp=[0],
+                           ros_wait=ros.wait_until)
 
 
 @pytest.fixture()
@@ -160,6 +161,28 @@ def test_joint_states_by_name_with_extra_joints(setup: SimpleNamespace, core: Co
     values = [float(Q_NEAR[i]) for i in order] + [0.04, float("nan")]  # NaN on an extra joint
     stamp = _send(setup, values, shuffled)
     _assert_table_matches(_table_for(setup, stamp), core, world, Q_NEAR)
+
+
+def test_best_effort_joint_state_publisher(setup: SimpleNamespace, core: CollisionChecker,
+                                           world: WorldModel) -> None:
+    """A driver publishing joint states with the sensor-data profile (best effort) is heard."""
+    from rclpy.qos import qos_profile_sensor_data
+
+    pub = setup.helper.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
+    try:
+        assert setup.ros_wait(lambda: pub.get_subscription_count() > 0)
+        msg = _joint_state(setup, [f"joint{i + 1}" for i in range(7)], Q_NEAR)
+        got = None
+        for _ in range(20):  # best effort: publish until one table answers
+            pub.publish(msg)
+            got = setup.tables.wait_for(
+                lambda m: m.header.stamp.nanosec == msg.header.stamp.nanosec, 0.5)
+            if got is not None:
+                break
+        assert got is not None, "no ClearanceTable for a best-effort joint state"
+        _assert_table_matches(got, core, world, Q_NEAR)
+    finally:
+        setup.helper.destroy_publisher(pub)
 
 
 def test_malformed_joint_states_publish_nothing(setup: SimpleNamespace) -> None:
