@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,8 +56,21 @@ def pose_from_xyz_rpy(xyz: Sequence[float], rpy: Sequence[float]) -> NDArray[np.
 
 
 def quat_xyzw_to_matrix(q: ArrayLike) -> NDArray[np.float64]:
-    """Unit quaternion (x, y, z, w) to a rotation matrix (normalised first)."""
-    x, y, z, w = np.asarray(q, dtype=float) / np.linalg.norm(q)
+    """Unit quaternion (x, y, z, w) to a rotation matrix (normalised first; a zero or
+    non-finite quaternion gives NaN entries)."""
+    a = np.asarray(q, dtype=float)
+    if a.shape == (4,):
+        # on Python floats: the numpy expression costs ~40 us, this ~5 us (scene building)
+        x, y, z, w = a.tolist()
+        norm = math.sqrt(x * x + y * y + z * z + w * w)
+        if 0.0 < norm < math.inf:
+            x, y, z, w = x / norm, y / norm, z / norm, w / norm
+            return np.array([
+                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+            ])
+    x, y, z, w = a / np.linalg.norm(q)
     return np.array(
         [
             [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
