@@ -15,6 +15,11 @@ Scenes (the push is along +x at the box's -x face, near its top edge):
 - ``grazing``: the camera sees the pushed face at 14 degrees above its plane;
 - ``hidden``: the camera looks from behind and above: it sees the top and the far faces, the
   pushed face is hidden from it;
+- ``hidden_unseen``: "unseen is occupied" (``cloud_unseen_range`` 3 m: all that lies behind
+  a seen surface within 3 m of the camera is an obstacle; earlier code without the parameter
+  runs the scene with the default occlusion depth), the camera behind and steeply above the
+  box (from ``hidden``'s camera the box's unseen shadow reaches the arm's lower links, which
+  the simulated camera does not see: the arm starts inside it and cannot move);
 - ``blinded``: ``head_on``, then after 0.5 s the camera sends all-NaN clouds (a covered lens);
 - ``future_dead``: ``head_on``; at 0.5 s one cloud stamped 10 s ahead, then the camera dies.
 
@@ -45,7 +50,9 @@ CLOUD_PERIOD = 0.1
 CLOUD_MAX_AGE = 1.0
 GAP = 0.12
 BOX = (0.2, 0.2, 0.4)
+UNSEEN_RANGE = 3.0
 TARGETS = {"seen_faces_min_mm": (SAFETY - 0.003) * 1e3, "hidden_min_mm": 0.0,
+           "hidden_unseen_min_mm": (SAFETY - 0.003) * 1e3,
            "dead_camera_stop_s": CLOUD_MAX_AGE + 0.2}
 
 
@@ -93,10 +100,12 @@ def _scene(robot: Any, checker: Any, name: str) -> tuple[Any, np.ndarray, np.nda
         eye = face + 1.5 * np.array([-math.sin(a), math.cos(a), 0.0])
     elif name == "hidden":
         eye = c + 1.5 * np.array([0.55, 0.25, 0.8]) / np.linalg.norm([0.55, 0.25, 0.8])
+    elif name == "hidden_unseen":  # steeper: the box's unseen shadow clears the arm
+        eye = c + 1.5 * np.array([0.15, 0.1, 1.0]) / np.linalg.norm([0.15, 0.1, 1.0])
     else:
         a = math.radians(25.0)
         eye = face + 1.5 * np.array([-math.cos(a), math.sin(a) * 0.6, math.sin(a) * 0.8])
-    return box, _look_at(eye, face if name != "hidden" else c), q
+    return box, _look_at(eye, face if not name.startswith("hidden") else c), q
 
 
 def _settings(**kw: Any) -> Any:
@@ -119,7 +128,8 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     topic = "camera/points"
     settings = _settings(point_cloud_topics=(topic,),
                          camera_poses=((topic, (*cam_T[:3, 3], *_quat(cam_T[:3, :3]))),),
-                         cloud_max_age=CLOUD_MAX_AGE, cloud_point_radius=0.01)
+                         cloud_max_age=CLOUD_MAX_AGE, cloud_point_radius=0.01,
+                         cloud_unseen_range=UNSEEN_RANGE if name == "hidden_unseen" else 0.0)
     clouds = pc.SensedClouds(settings)
     clouds.set_robot(robot, {robot.base_name})
     organised = hasattr(dc, "render_grid")
@@ -193,7 +203,7 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     return out
 
 
-SCENES = ("head_on", "grazing", "hidden", "blinded", "future_dead")
+SCENES = ("head_on", "grazing", "hidden", "hidden_unseen", "blinded", "future_dead")
 
 
 def _all(quick: bool) -> dict[str, Any]:
@@ -206,6 +216,8 @@ def _all(quick: bool) -> dict[str, Any]:
         "seen_faces_min_mm": min(seen),
         "seen_faces_ok": min(seen) >= TARGETS["seen_faces_min_mm"],
         "hidden_ok": res["hidden"]["true_min_clearance_mm"] >= TARGETS["hidden_min_mm"],
+        "hidden_unseen_ok": res["hidden_unseen"]["true_min_clearance_mm"]
+        >= TARGETS["hidden_unseen_min_mm"],
         "dead_camera_ok": dead is not None and dead <= TARGETS["dead_camera_stop_s"],
     }
     return res

@@ -33,6 +33,15 @@ next ball along the ray (``sqrt(r^2 + (step / 2)^2)``). With the surface balls t
 sensed surface a shell ``depth`` thick: an object thinner than it, seen from one side, is
 covered whole, also its hidden faces.
 
+**Unseen is occupied** (opt-in, :func:`unseen_depth`): inside the camera's frustum, the space a
+ray did not see as free, i.e. farther along it than its measured hit, is an obstacle up to a
+range limit from the sensor: the occlusion depth of each sample becomes
+``max(depth, range_limit - range)`` (the same shell with its back face at the range limit).
+Pixels with no return are not covered by it (their rays' directions are not in an organised
+cloud without intrinsics, and a no-return is also "nothing within range"); a blinded camera is
+caught by the faulty-sensor check instead. Rays whose sample is on the robot (self-filtered)
+get no shadow: the robot's own shadow would hold it where it is.
+
 **Hollow shell** (``back_only``): a robot outside the shell can enter it only through its
 boundary, so the rays of samples inside a surface (all four patches around them continuous,
 their neighbours' rays all filled or closed) need only their last ball, the shell's back
@@ -54,7 +63,7 @@ kernels take one radius.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 from numba import njit
@@ -70,6 +79,7 @@ __all__ = [
     "occlusion_balls",
     "pixel_angle",
     "radius_classes",
+    "unseen_depth",
 ]
 
 RADIUS_RATIO = 1.2
@@ -235,41 +245,58 @@ def grid_surface(
 
 
 def occlusion_balls(
-    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, min_step: float = 0.005,
-    back_only: Optional[NDArray[np.bool_]] = None,
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: Union[float, NDArray[np.float64]],
+    min_step: float = 0.005, back_only: Optional[NDArray[np.bool_]] = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Balls (centres (M, 3), radii (M,)) covering the space from each sample ``P[i]`` (sensor
     frame, sensor at the origin) to ``depth`` m behind it along its ray (the rule: module
-    docstring). ``R`` (N,): the samples' radii; the step along a ray is the sample's radius
-    (at least ``min_step``). ``back_only`` (N,) bool: those samples get only the last ball
-    of their ray (the shell's back face; for samples inside a surface, whose neighbours'
+    docstring). ``depth``: one depth for all samples or (N,) one per sample (0 = none; see
+    :func:`unseen_depth`). ``R`` (N,): the samples' radii; the step along a ray is the sample's
+    radius (at least ``min_step``). ``back_only`` (N,) bool: those samples get only the last
+    ball of their ray (the shell's back face; for samples inside a surface, whose neighbours'
     rays close the shell around them: see "Hollow shell" in the module docstring)."""
-    if depth <= 0.0 or len(P) == 0:
+    D = np.broadcast_to(np.asarray(depth, dtype=np.float64), (len(P),))
+    if len(P) == 0 or not (D > 0.0).any():
         return np.zeros((0, 3)), np.zeros(0)
     rho = _norm(P)
-    ok = rho > 1e-9
-    P, R, rho = P[ok], R[ok], rho[ok]
+    ok = (rho > 1e-9) & (D > 0.0)
+    P, R, rho, D = P[ok], R[ok], rho[ok], D[ok]
     if back_only is not None:
         back = np.asarray(back_only, dtype=bool)[ok]
-        Cf, Rf = occlusion_balls(P[~back], R[~back], depth, min_step)
-        Pb, Rb, rb = P[back], R[back], rho[back]
+        Cf, Rf = occlusion_balls(P[~back], R[~back], D[~back], min_step)
+        Pb, Rb, rb, Db = P[back], R[back], rho[back], D[back]
         step = np.maximum(Rb, min_step)
-        t = np.minimum(np.ceil(depth / step) * step, depth)
+        t = np.minimum(np.ceil(Db / step) * step, Db)
         lateral = Rb * (rb + t) / rb
         Cb = Pb + (t / rb)[:, None] * Pb
         return (np.concatenate([Cf, Cb]),
                 np.concatenate([Rf, np.sqrt(lateral * lateral + (0.5 * step) ** 2)]))
+    if len(P) == 0:
+        return np.zeros((0, 3)), np.zeros(0)
     U = P / rho[:, None]
     step = np.maximum(R, min_step)
-    k = np.ceil(depth / step).astype(np.int64)
+    k = np.ceil(D / step).astype(np.int64)
     kmax = int(k.max())
     j = np.arange(1, kmax + 1, dtype=np.float64)[None, :]
-    t = np.minimum(j * step[:, None], depth)  # (N, kmax); repeats of depth where k < kmax
+    t = np.minimum(j * step[:, None], D[:, None])  # (N, kmax); repeats of depth where k < kmax
     keep = j <= k[:, None]
     lateral = R[:, None] * (rho[:, None] + t) / rho[:, None]
     radius = np.sqrt(lateral * lateral + (0.5 * step[:, None]) ** 2)
     C = P[:, None, :] + t[..., None] * U[:, None, :]
     return C[keep], radius[keep]
+
+
+def unseen_depth(
+    P: NDArray[np.float64], depth: float, unseen_range: float = 0.0
+) -> NDArray[np.float64]:
+    """(N,) occlusion depth (m) behind each sample ``P`` (N, 3) (sensor frame, sensor at the
+    origin): ``depth``, or with ``unseen_range`` > 0 ("unseen is occupied", see the module
+    docstring) everything behind the sample up to ``unseen_range`` m from the sensor, i.e.
+    ``max(depth, unseen_range - range)``."""
+    D = np.full(len(P), float(depth))
+    if unseen_range > 0.0:
+        D = np.maximum(D, unseen_range - _norm(P))
+    return D
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

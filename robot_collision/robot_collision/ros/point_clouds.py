@@ -33,7 +33,8 @@ it
    state nearest the cloud's stamp; a cloud that arrives before any joint state is rejected);
 7. adds the space hidden behind each remaining sample along its camera ray, to
    ``cloud_occlusion_depth`` m (the sensor origin is the cloud frame's origin; clouds given in
-   the base frame have none and get no occlusion);
+   the base frame have none and get no occlusion); with ``cloud_unseen_range`` > 0 ("unseen
+   is occupied", opt-in) up to that range from the sensor instead;
 8. merges the balls per ``cloud_resolution`` voxel (each merged ball contains the ones it
    replaces), groups them by radius class and keeps them, indexed
    (:class:`~robot_collision.geometry.point_cloud.PointCloud`), as the topic's world objects
@@ -79,6 +80,7 @@ from ..geometry.sensed_surface import (
     occlusion_balls,
     pixel_angle,
     radius_classes,
+    unseen_depth,
 )
 from ..geometry.shapes import WorldObject
 from ..geometry.transforms import pose_from_position_quat
@@ -150,6 +152,14 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "frame have none and get no occlusion).",
         ">= 0",
     ),
+    "cloud_unseen_range": (
+        0.0,
+        "Opt-in 'unseen is occupied' (m; 0 = off): inside the camera's frustum, everything "
+        "farther along a pixel's ray than its measured point, up to this range from the sensor, "
+        "is an obstacle (the occlusion depth becomes max(cloud_occlusion_depth, this - range)). "
+        "Pixels with no return stay free; needs the sensor origin as cloud_occlusion_depth does.",
+        ">= 0",
+    ),
     "cloud_max_incidence": (
         1.4,
         "Neighbouring pixels farther apart than a surface seen at this incidence angle (rad from "
@@ -214,6 +224,7 @@ class CloudSettings:
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
     cloud_occlusion_depth: float = 0.1
+    cloud_unseen_range: float = 0.0
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1
@@ -276,7 +287,8 @@ def validate_cloud_parameter(name: str, value: Any) -> Any:
             raise ConfigurationError(f"cloud_max_incidence must be in [0, 1.55] rad, got {value!r}")
         return v
     if name in ("cloud_resolution", "cloud_padding", "cloud_max_age", "cloud_point_radius",
-                "cloud_occlusion_depth", "cloud_max_future", "cloud_tf_timeout"):
+                "cloud_occlusion_depth", "cloud_max_future", "cloud_tf_timeout",
+                "cloud_unseen_range"):
         return _number(value, name)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
@@ -732,7 +744,8 @@ class SensedClouds:
         shadowed = keep[:raw]
         P, R, Pb = P[keep], R[keep], Pb[keep]
         C, Rc = Pb, R
-        if T is not None and s.cloud_occlusion_depth > 0.0 and shadowed.any():
+        unseen = s.cloud_unseen_range
+        if T is not None and (s.cloud_occlusion_depth > 0.0 or unseen > 0.0) and shadowed.any():
             # behind the samples (not the points added between them: their rays lie within
             # the samples' shadow radius)
             back = None
@@ -749,7 +762,9 @@ class SensedClouds:
                     near[:, :-1] |= near[:, 1:].copy()
                     inner &= ~near
                 back = inner[valid][shadowed]
-            S, Rs = occlusion_balls(G[valid][shadowed], Rsh[shadowed], s.cloud_occlusion_depth,
+            Gs = G[valid][shadowed]
+            S, Rs = occlusion_balls(Gs, Rsh[shadowed],
+                                    unseen_depth(Gs, s.cloud_occlusion_depth, unseen),
                                     max(s.cloud_resolution, 0.005), back)
             Sb = S @ Tb[:3, :3].T + Tb[:3, 3]
             if s.cloud_resolution > 0:

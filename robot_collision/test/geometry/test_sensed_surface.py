@@ -19,6 +19,7 @@ from robot_collision.geometry.sensed_surface import (
     merge_balls,
     occlusion_balls,
     radius_classes,
+    unseen_depth,
 )
 from robot_collision.tools.depth_camera import DepthCamera, render_grid
 
@@ -171,3 +172,33 @@ def test_hollow_shell_boundary_has_no_gap() -> None:
     t = rng.uniform(0.0, 0.1, (int(edge.sum()), 1))
     S = P[k][edge] * (1.0 + t / rho[k][edge, None])
     assert _covered(S, A, B).all()
+
+
+def test_unseen_is_occupied_fills_every_ray_to_the_range_limit() -> None:
+    """'Unseen is occupied': per-sample depth max(depth, range_limit - range); every point on
+    each sample's ray from the sample to the range limit (closed form) lies in a ball, and no
+    ball reaches past the range limit along its ray; also with the hollow shell's back balls
+    (at the range limit)."""
+    rng = np.random.default_rng(7)
+    P = rng.normal(size=(40, 3)) * 0.2 + np.array([0.0, 0.0, 1.2])
+    R = rng.uniform(0.005, 0.02, 40)
+    rho = np.linalg.norm(P, axis=1)
+    D = unseen_depth(P, 0.1, 2.0)
+    np.testing.assert_allclose(D, np.maximum(0.1, 2.0 - rho))
+    np.testing.assert_array_equal(unseen_depth(P, 0.1), np.full(40, 0.1))
+    C, Rc = occlusion_balls(P, R, D)
+    t = rng.uniform(0.0, 1.0, (40, 60)) * D[:, None]
+    Q = (P[:, None, :] * (1.0 + t[..., None] / rho[:, None, None])).reshape(-1, 3)
+    assert _covered(Q, np.concatenate([P, C]), np.concatenate([R, Rc])).all()
+    assert np.linalg.norm(C, axis=1).max() <= 2.0 + 1e-9
+    # back_only: the last ball of each ray sits at the range limit and covers its cone there
+    back = np.ones(40, dtype=bool)
+    Cb, Rb = occlusion_balls(P, R, D, back_only=back)
+    assert len(Cb) == 40
+    np.testing.assert_allclose(np.linalg.norm(Cb, axis=1), np.maximum(2.0, rho + 0.1))
+    np.testing.assert_array_less(R * np.linalg.norm(Cb, axis=1) / rho, Rb + 1e-12)
+    # a zero depth gives that sample no balls
+    C0, _ = occlusion_balls(P, R, np.where(np.arange(40) < 20, 0.0, 0.1))
+    U = P / rho[:, None]
+    k = np.argmax((C0 / np.linalg.norm(C0, axis=1, keepdims=True)) @ U.T, axis=1)
+    assert (k >= 20).all()
