@@ -35,6 +35,10 @@ it
    ``cloud_occlusion_depth`` m (the sensor origin is the cloud frame's origin; clouds given in
    the base frame have none and get no occlusion); with ``cloud_unseen_range`` > 0 ("unseen
    is occupied", opt-in) up to that range from the sensor instead;
+   with ``cloud_persistence`` > 0 (opt-in) the samples are also fused into the topic's voxel
+   map (:mod:`robot_collision.geometry.occupancy_map`) and the voxels seen before this cloud,
+   not carved by its rays and not older than ``cloud_persistence``, stay as
+   ``topic#persisted``;
 8. merges the balls per ``cloud_resolution`` voxel (each merged ball contains the ones it
    replaces), groups them by radius class and keeps them, indexed
    (:class:`~robot_collision.geometry.point_cloud.PointCloud`), as the topic's world objects
@@ -73,6 +77,7 @@ from numpy.typing import NDArray
 
 from ..collision.self_filter import robot_filter_mask
 from ..errors import ConfigurationError, RobotCollisionError
+from ..geometry.occupancy_map import FusedOccupancy, FusionOptions
 from ..geometry.point_cloud import PointCloud
 from ..geometry.sensed_surface import (
     grid_surface,
@@ -160,6 +165,15 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "Pixels with no return stay free; needs the sensor origin as cloud_occlusion_depth does.",
         ">= 0",
     ),
+    "cloud_persistence": (
+        0.0,
+        "Seen surfaces persist (s; 0 = off): each topic's samples are fused into a voxel map "
+        "(voxel side cloud_resolution, 0.01 m when 0) in the base frame; a voxel stays an "
+        "obstacle this long after it was last seen unless a newer ray of the topic passes "
+        "through it (robot_collision.geometry.occupancy_map). Its balls reach half the voxel "
+        "diagonal plus 1.5 voxel sides (the sample spacing the surface model allows).",
+        ">= 0",
+    ),
     "cloud_max_incidence": (
         1.4,
         "Neighbouring pixels farther apart than a surface seen at this incidence angle (rad from "
@@ -225,6 +239,7 @@ class CloudSettings:
     cloud_point_radius: float = 0.0
     cloud_occlusion_depth: float = 0.1
     cloud_unseen_range: float = 0.0
+    cloud_persistence: float = 0.0
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1
@@ -288,7 +303,7 @@ def validate_cloud_parameter(name: str, value: Any) -> Any:
         return v
     if name in ("cloud_resolution", "cloud_padding", "cloud_max_age", "cloud_point_radius",
                 "cloud_occlusion_depth", "cloud_max_future", "cloud_tf_timeout",
-                "cloud_unseen_range"):
+                "cloud_unseen_range", "cloud_persistence"):
         return _number(value, name)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
@@ -611,6 +626,7 @@ class SensedClouds:
         self._base_frames: frozenset[str] = frozenset({""})
         self._clouds: dict[str, _Cloud] = {}
         self._faults: dict[str, str] = {}
+        self._fused: dict[str, FusedOccupancy] = {}  # cloud_persistence > 0
         self._lock = threading.Lock()
         self.joints = JointHistory()
         self.stats = {"received": 0, "accepted": 0, "rejected": 0, "faulty": 0}
@@ -635,6 +651,7 @@ class SensedClouds:
             for topic in list(self._faults):
                 if topic not in settings.point_cloud_topics:
                     del self._faults[topic]
+            self._fused.clear()
 
     def set_robot(self, robot: RobotModel, base_frames: Mapping[str, None] | set[str]) -> None:
         """The robot whose points are removed, and the frame ids that mean its base frame."""
@@ -642,6 +659,7 @@ class SensedClouds:
             if robot is not self._robot:
                 self.joints.clear()
                 self._clouds.clear()
+                self._fused.clear()
             self._robot = robot
             self._base_frames = frozenset({"", *base_frames})
 
@@ -783,6 +801,8 @@ class SensedClouds:
             cloud = PointCloud(centres, radius, None, grid_cells=LIVE_GRID_CELLS)
             cloud.index  # noqa: B018 - built here, off the control tick
             objects.append(WorldObject(cloud, np.eye(4), f"{topic}#r{1e3 * radius:.1f}mm"))
+        if s.cloud_persistence > 0.0:
+            objects += self._persisted(topic, Pb, stamp, T, robot, q)
         new = _Cloud(stamp, tuple(objects), raw)
         if self.prepare is not None:
             with self._lock:
@@ -799,6 +819,29 @@ class SensedClouds:
                 self._faults.pop(topic, None)
         return (f"{topic}: {raw} valid points -> {n} balls in {len(objects)} radius classes "
                 f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+    def _persisted(self, topic: str, Pb: NDArray[np.float64], stamp: float,
+                   T: Optional[NDArray[np.float64]], robot: RobotModel,
+                   q: NDArray[np.float64]) -> list[WorldObject]:
+        """``cloud_persistence``: fuse this cloud's samples (base frame, self-filtered) into
+        the topic's voxel map; the voxels seen before it and not carved since, off the robot,
+        as one object ``topic#persisted``."""
+        s = self._settings
+        side = s.cloud_resolution if s.cloud_resolution > 0 else 0.01
+        opts = FusionOptions(resolution=side, persistence=s.cloud_persistence)
+        fused = self._fused.get(topic)
+        if fused is None or fused.options != opts:
+            fused = self._fused[topic] = FusedOccupancy(opts)
+        fused.insert(Pb, stamp, None if T is None else T[:3, 3])
+        old, _ = fused.voxels(stamp, seen_before=stamp)
+        if len(old):
+            old = old[robot_filter_mask(robot, old, q, s.cloud_padding)]
+        if not len(old):
+            return []
+        cloud = PointCloud(old, (0.5 * math.sqrt(3.0) + 1.5) * side, None,
+                           grid_cells=LIVE_GRID_CELLS)
+        cloud.index  # noqa: B018 - built here, off the control tick
+        return [WorldObject(cloud, np.eye(4), f"{topic}#persisted")]
 
     def _fresh(self, now: float) -> dict[str, _Cloud]:
         age = self._settings.cloud_max_age
