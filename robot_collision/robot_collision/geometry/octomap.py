@@ -2,7 +2,8 @@
 ``PlanningScene.world.octomap``) decoded into its occupied leaves.
 
 The stream (``OcTree::writeBinaryData``; no file header) is the tree depth first from the
-root: every node is two bytes, children 0-3 then 4-7, two bits per child (bit ``2 i`` and
+root (a ``.bt`` file's text header before it, as ``octomap_msgs::binaryMapToMsgData`` writes,
+is skipped): every node is two bytes, children 0-3 then 4-7, two bits per child (bit ``2 i`` and
 ``2 i + 1`` of its byte, least significant first): ``00`` no child (unknown space), ``10``
 (bit ``2 i`` set) a free leaf, ``01`` an occupied leaf, ``11`` an inner node, whose own two
 bytes follow (after the bytes of the inner children before it). Child ``i`` lies on the
@@ -98,6 +99,27 @@ def _walk(data, max_leaves):  # type: ignore[no-untyped-def]
     return keys[:n], levels[:n], _OK
 
 
+BT_HEADER = b"# Octomap OcTree binary file"
+
+
+def _without_header(buf: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    """The tree stream of ``buf``: a ``.bt`` file's header (``writeBinaryConst``, which
+    ``octomap_msgs::binaryMapToMsgData`` puts in the message) is skipped, up to its ``data``
+    line."""
+    if bytes(buf[:len(BT_HEADER)]) != BT_HEADER:
+        return buf
+    head = bytes(buf[:4096])
+    end = head.find(b"\ndata\n")
+    if end < 0:
+        raise OctomapError("octomap data starts with a .bt header without its 'data' line: "
+                           "send the OcTree's binary stream (octomap_msgs::binaryMapToMsg)")
+    for line in head[:end].split(b"\n"):
+        if line.startswith(b"id ") and line[3:].strip() not in (b"OcTree", b"ColorOcTree"):
+            raise OctomapError(f"octomap .bt header names tree type {line[3:].strip()!r}, not "
+                               "an OcTree")
+    return buf[end + len(b"\ndata\n"):]
+
+
 def decode_binary_octree(
     data: Union[bytes, NDArray[np.generic]], resolution: float, max_leaves: int = MAX_LEAVES,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -115,6 +137,7 @@ def decode_binary_octree(
         if buf.ndim != 1:
             raise OctomapError(f"octomap data must be a flat byte sequence, got shape "
                                f"{buf.shape}")
+    buf = _without_header(buf)
     keys, levels, status = _walk(buf, int(max_leaves))
     if status == _TRUNCATED:
         raise OctomapError(f"octomap data ends inside the tree ({len(buf)} bytes): the stream is "

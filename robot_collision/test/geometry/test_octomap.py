@@ -1,6 +1,8 @@
 """OctoMap binary OcTree streams (robot_collision.geometry.octomap).
 
-Oracle: a reference encoder written here from the format's specification (OcTree::
+Oracles: the OctoMap library itself (test/data/octomap: a tree built, pruned and written by
+cmeel-octomap's C++, make_fixture.cpp, with its occupied leaves from the library's iterator);
+and a reference encoder written here from the format's specification (OcTree::
 writeBinaryNode: two bytes per node, two bits per child, ``11`` inner / ``01`` occupied /
 ``10`` free / ``00`` none, children recursed in order; child ``i`` on the positive side along
 x, y, z for bits 0, 1, 2 of ``i``; leaf keys mapped to ``(key - 2**15 + 0.5) * resolution``),
@@ -10,6 +12,7 @@ fed with known voxel sets, pruning eight equal siblings into their parent as Oct
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
 
@@ -154,3 +157,26 @@ def test_message_fields_and_malformed_streams_raise_typed_errors() -> None:
     with pytest.raises(OctomapError, match="occupied leaves"):
         decode_binary_octree(_encode({i: True for i in range(8)}), 0.02, max_leaves=4)
     assert decode_binary_octree(b"", 0.02)[0].shape == (0, 3)
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "octomap"
+
+
+@pytest.mark.parametrize("name", ["tree.bt", "tree_header.bt"])
+def test_the_octomap_librarys_own_stream_decodes_to_its_leaves(name: str) -> None:
+    """tree.bt: writeBinaryData (octomap_msgs::binaryMapToMsg); tree_header.bt: the .bt file
+    with its header (binaryMapToMsgData)."""
+    data = (FIXTURE / name).read_bytes()
+    expected = np.loadtxt(FIXTURE / "leaves.txt")
+    centres, sides = decode_binary_octree(data, 0.05)
+    got = np.column_stack([centres, sides])
+    assert len(got) == len(expected) == 300
+    np.testing.assert_allclose(_sorted(got), _sorted(expected), atol=2e-6)
+    assert sorted(set(np.round(sides, 6))) == [0.05, 0.4]  # one pruned 8 x 8 x 8 block
+    msg = SimpleNamespace(binary=True, id="OcTree", resolution=0.05,
+                          data=np.frombuffer(data, dtype=np.int8))
+    np.testing.assert_allclose(occupied_leaves(msg)[0], centres)
+    bad = data.replace(b"id OcTree", b"id OcTreeX") if name == "tree_header.bt" else None
+    if bad is not None:
+        with pytest.raises(OctomapError, match="tree type"):
+            decode_binary_octree(bad, 0.05)
