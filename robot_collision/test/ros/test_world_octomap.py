@@ -98,3 +98,30 @@ def test_octomap_diffs_full_scenes_and_bad_maps() -> None:
     with pytest.raises(WorldConfigError, match="frame"):
         world.apply_planning_scene(_scene(_voxels(), is_diff=True, frame="map"))
     assert world.version == v1 and OCTOMAP_ID in world
+
+
+def test_real_planning_scene_octomap_over_the_wire() -> None:
+    """The real moveit_msgs/PlanningScene with an octomap_msgs/Octomap (int8[] data as rclpy
+    gives it), after a serialization round trip, holding the OctoMap library's own tree
+    (test/data/octomap, see test/geometry/test_octomap.py)."""
+    moveit = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not installed")
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    fixture = Path(__file__).resolve().parents[1] / "data" / "octomap"
+    scene = moveit.PlanningScene()
+    scene.is_diff = True
+    om = scene.world.octomap
+    om.header.frame_id = "base_link"
+    om.origin.position.x = 0.5
+    om.origin.orientation.w = 1.0
+    om.octomap.binary = True
+    om.octomap.id = "OcTree"
+    om.octomap.resolution = 0.05
+    om.octomap.data = np.frombuffer((fixture / "tree.bt").read_bytes(), dtype=np.int8).tolist()
+    wired = deserialize_message(serialize_message(scene), moveit.PlanningScene)
+    world = WorldModel(frame_ids=["base_link"])
+    world.apply_planning_scene(wired)
+    leaves = np.loadtxt(fixture / "leaves.txt")
+    centres = np.concatenate([o.shape.points + o.pose[:3, 3] for o in world.objects()])
+    assert len(centres) == len(leaves)
+    np.testing.assert_allclose(np.sort(centres[:, 0]), np.sort(leaves[:, 0] + 0.5), atol=2e-6)
