@@ -79,6 +79,7 @@ __all__ = [
     "occlusion_balls",
     "pixel_angle",
     "radius_classes",
+    "unseen_balls",
     "unseen_depth",
 ]
 
@@ -284,6 +285,27 @@ def occlusion_balls(
     radius = np.sqrt(lateral * lateral + (0.5 * step[:, None]) ** 2)
     C = P[:, None, :] + t[..., None] * U[:, None, :]
     return C[keep], radius[keep]
+
+
+def unseen_balls(
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, unseen_range: float,
+    min_step: float = 0.005, back_only: Optional[NDArray[np.bool_]] = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """"Unseen is occupied": the balls that extend :func:`occlusion_balls` (to ``depth``
+    behind each sample) up to ``unseen_range`` m from the sensor, i.e. covering each ray from
+    ``depth`` behind its sample to the range limit (the same cone: the sample moved to
+    ``depth`` behind itself, its radius grown with range). Together with
+    ``occlusion_balls(P, R, depth, ...)`` they are ``occlusion_balls(P, R,
+    unseen_depth(P, depth, unseen_range), ...)`` in two parts, so that the caller can merge
+    the far part on a coarser lattice."""
+    rho = _norm(P)
+    ext = unseen_range - rho - max(depth, 0.0)
+    ok = (ext > 0.0) & (rho > 1e-9)
+    if not ok.any():
+        return np.zeros((0, 3)), np.zeros(0)
+    grow = (rho[ok] + max(depth, 0.0)) / rho[ok]
+    return occlusion_balls(P[ok] * grow[:, None], R[ok] * grow, ext[ok], min_step,
+                           None if back_only is None else np.asarray(back_only, bool)[ok])
 
 
 def unseen_depth(

@@ -19,6 +19,7 @@ from robot_collision.geometry.sensed_surface import (
     merge_balls,
     occlusion_balls,
     radius_classes,
+    unseen_balls,
     unseen_depth,
 )
 from robot_collision.tools.depth_camera import DepthCamera, render_grid
@@ -197,6 +198,16 @@ def test_unseen_is_occupied_fills_every_ray_to_the_range_limit() -> None:
     assert len(Cb) == 40
     np.testing.assert_allclose(np.linalg.norm(Cb, axis=1), np.maximum(2.0, rho + 0.1))
     np.testing.assert_array_less(R * np.linalg.norm(Cb, axis=1) / rho, Rb + 1e-12)
+    # unseen_balls: the part beyond the occlusion depth, also with a coarser step; with
+    # occlusion_balls to the depth it covers the same rays
+    for step in (0.005, 0.03):
+        Cu, Ru = unseen_balls(P, R, 0.1, 2.0, step)
+        A = np.concatenate([P, *occlusion_balls(P, R, 0.1)[:1], Cu])
+        B = np.concatenate([R, occlusion_balls(P, R, 0.1)[1], Ru])
+        assert _covered(Q, A, B).all()
+        assert np.linalg.norm(Cu, axis=1).max() <= 2.0 + 1e-9
+    Cb2, _ = unseen_balls(P, R, 0.1, 2.0, 0.03, back_only=back)
+    assert len(Cb2) == int((rho + 0.1 < 2.0).sum())
     # a zero depth gives that sample no balls
     C0, _ = occlusion_balls(P, R, np.where(np.arange(40) < 20, 0.0, 0.1))
     U = P / rho[:, None]
