@@ -36,7 +36,8 @@ covered whole, also its hidden faces.
 **Unseen is occupied** (opt-in, :func:`unseen_depth`): inside the camera's frustum, the space a
 ray did not see as free, i.e. farther along it than its measured hit, is an obstacle up to a
 range limit from the sensor: the occlusion depth of each sample becomes
-``max(depth, range_limit - range)`` (the same shell with its back face at the range limit).
+``max(depth, range_limit - range)`` (the same shell with its back face at the range limit;
+:func:`unseen_balls` gives the part beyond ``depth`` on its own, to be merged coarser).
 Pixels with no return are not covered by it (their rays' directions are not in an organised
 cloud without intrinsics, and a no-return is also "nothing within range"); a blinded camera is
 caught by the faulty-sensor check instead. Rays whose sample is on the robot (self-filtered)
