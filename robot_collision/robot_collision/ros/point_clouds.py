@@ -660,7 +660,9 @@ class SensedClouds:
             for topic in list(self._faults):
                 if topic not in settings.point_cloud_topics:
                     del self._faults[topic]
-            self._fused.clear()
+            for topic in list(self._fused):  # (another voxel side or persistence: a new map)
+                if topic not in settings.point_cloud_topics:
+                    del self._fused[topic]
 
     def set_robot(self, robot: RobotModel, base_frames: Mapping[str, None] | set[str]) -> None:
         """The robot whose points are removed, and the frame ids that mean its base frame."""

@@ -8,6 +8,7 @@ persisted balls.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -82,6 +83,10 @@ def test_hidden_face_persists_then_is_carved_or_decays() -> None:
         d = np.linalg.norm(face[:, None] - o.shape.points[None], axis=2)
         covered |= (d <= o.shape.radius).any(axis=1)
     assert covered.all()
+    # another parameter changed: the map stays
+    clouds.configure(dataclasses.replace(settings, cloud_max_age=9.0))
+    send(0.4, [PLATE, BOX])
+    assert _near_box(_persisted(clouds, 0.4)) > 0
     # the box taken away, the camera sees the wall behind it: its rays carve the box's voxels
     send(0.6, [WALL])
     assert _near_box(_persisted(clouds, 0.6)) == 0
