@@ -38,9 +38,10 @@ ray did not see as free, i.e. farther along it than its measured hit, is an obst
 range limit from the sensor: the occlusion depth of each sample becomes
 ``max(depth, range_limit - range)`` (the same shell with its back face at the range limit;
 :func:`unseen_balls` gives the part beyond ``depth`` on its own, to be merged coarser).
-Pixels with no return are not covered by it (their rays' directions are not in an organised
-cloud without intrinsics, and a no-return is also "nothing within range"); a blinded camera is
-caught by the faulty-sensor check instead. Rays whose sample is on the robot (self-filtered)
+Pixels with no return (a dropout, or nothing within range) are, opt-in, occupied from a minimum
+range to the range limit (:func:`no_return_samples`: their rays from a pinhole model fitted to
+the valid pixels, :func:`pixel_rays`); an all-NaN cloud (a blinded camera) is caught by the
+faulty-sensor check instead. Rays whose sample is on the robot (self-filtered)
 get no shadow: the robot's own shadow would hold it where it is.
 
 **Hollow shell** (``back_only``): a robot outside the shell can enter it only through its
@@ -80,6 +81,8 @@ __all__ = [
     "occlusion_balls",
     "pixel_angle",
     "radius_classes",
+    "no_return_samples",
+    "pixel_rays",
     "unseen_balls",
     "unseen_depth",
 ]
@@ -305,8 +308,80 @@ def unseen_balls(
     if not ok.any():
         return np.zeros((0, 3)), np.zeros(0)
     grow = (rho[ok] + max(depth, 0.0)) / rho[ok]
-    return occlusion_balls(P[ok] * grow[:, None], R[ok] * grow, ext[ok], min_step,
-                           None if back_only is None else np.asarray(back_only, bool)[ok])
+    start, r0 = P[ok] * grow[:, None], R[ok] * grow
+    back = None if back_only is None else np.asarray(back_only, bool)[ok]
+    C, Rc = occlusion_balls(start, r0, ext[ok], min_step, back)
+    # the filled rays' first ball is a step behind their start, and reaches back only half a
+    # step (occlusion_balls counts on the sample's own ball, of radius >= half a step, there):
+    # a ball at the start closes that gap
+    fill = np.ones(len(start), dtype=bool) if back is None else ~back
+    return (np.concatenate([C, start[fill]]),
+            np.concatenate([Rc, np.sqrt(r0[fill] ** 2 + (0.5 * max(min_step, 0.0)) ** 2)]))
+
+
+PINHOLE_TOLERANCE = 1e-3
+"""Largest residual (of x/z, y/z: rad near the axis) of the pinhole model :func:`pixel_rays`
+fits to a cloud's valid pixels; a larger one means the cloud is not a pinhole image in an
+optical frame (z forward), and its no-return pixels get no rays."""
+
+
+def pixel_rays(G: NDArray[np.float64]) -> Optional[NDArray[np.float64]]:
+    """(H, W, 3) unit ray of every pixel of the organised cloud ``G`` (H, W, 3), optical frame
+    (z forward), also of the pixels without a return: the pinhole model ``x / z = a col + b``,
+    ``y / z = c row + d`` fitted to the valid pixels (least squares). None when fewer than two
+    distinct columns and rows are valid, a valid point is not in front of the camera, or the
+    fit's residual exceeds :data:`PINHOLE_TOLERANCE` (not a pinhole image)."""
+    H, W = G.shape[:2]
+    valid = np.isfinite(G).all(axis=-1)
+    rows, cols = np.nonzero(valid)
+    if len(np.unique(rows)) < 2 or len(np.unique(cols)) < 2:
+        return None
+    P = G[valid]
+    if (P[:, 2] <= 0.0).any():
+        return None
+    u, v = P[:, 0] / P[:, 2], P[:, 1] / P[:, 2]
+    a, b = np.polyfit(cols.astype(np.float64), u, 1)
+    c, d = np.polyfit(rows.astype(np.float64), v, 1)
+    if max(float(np.abs(a * cols + b - u).max()), float(np.abs(c * rows + d - v).max())) \
+            > PINHOLE_TOLERANCE:
+        return None
+    U = np.empty((H, W, 3))
+    U[..., 0] = (a * np.arange(W) + b)[None, :]
+    U[..., 1] = (c * np.arange(H) + d)[:, None]
+    U[..., 2] = 1.0
+    out: NDArray[np.float64] = U / _norm(U)[..., None]
+    return out
+
+
+def no_return_samples(
+    G: NDArray[np.float64], min_range: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """"Unseen is occupied" for the pixels of ``G`` (H, W, 3, optical frame) without a
+    return: a virtual sample on each one's ray (:func:`pixel_rays`) at ``min_range`` m, its
+    radius ``min_range`` x the largest angle between neighbouring rays (it reaches the
+    neighbouring rays), and whether all eight neighbours are without a return too (inside the
+    region: :func:`occlusion_balls`' ``back_only``). ``(P (M, 3), R (M,), inner (M,))``;
+    empty when there are none or the cloud is not a pinhole image (:func:`pixel_rays`)."""
+    none = (np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=bool))
+    missing: NDArray[np.bool_] = np.asarray(~np.isfinite(G).all(axis=-1))
+    if not missing.any() or min_range <= 0.0:
+        return none
+    U = pixel_rays(G)
+    if U is None:
+        return none
+    alpha = max(pixel_angle(U), 0.0)
+    H, W = missing.shape
+    pad = np.ones((H + 2, W + 2), dtype=bool)  # outside the image: not a sample either
+    pad[1:-1, 1:-1] = missing
+    inner: NDArray[np.bool_] = missing.copy()
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            inner &= pad[1 + dr:H + 1 + dr, 1 + dc:W + 1 + dc]
+    # a side of the frustum (the image border) closes the region too: its pixels fill their rays
+    inner[0, :] = inner[-1, :] = False
+    inner[:, 0] = inner[:, -1] = False
+    P = U[missing] * min_range
+    return P, np.full(len(P), min_range * alpha * math.sqrt(2.0)), inner[missing]
 
 
 def unseen_depth(

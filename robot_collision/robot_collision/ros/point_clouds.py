@@ -34,7 +34,8 @@ it
 7. adds the space hidden behind each remaining sample along its camera ray, to
    ``cloud_occlusion_depth`` m (the sensor origin is the cloud frame's origin; clouds given in
    the base frame have none and get no occlusion); with ``cloud_unseen_range`` > 0 ("unseen
-   is occupied", opt-in) up to that range from the sensor instead;
+   is occupied", opt-in) up to that range from the sensor instead, and with
+   ``cloud_unseen_min_range`` > 0 the pixels without a return too, from that range on;
    with ``cloud_persistence`` > 0 (opt-in) the samples are also fused into the topic's voxel
    map (:mod:`robot_collision.geometry.occupancy_map`) and the voxels seen before this cloud,
    not carved by its rays and not older than ``cloud_persistence``, stay as
@@ -82,6 +83,7 @@ from ..geometry.point_cloud import PointCloud
 from ..geometry.sensed_surface import (
     grid_surface,
     merge_balls,
+    no_return_samples,
     occlusion_balls,
     pixel_angle,
     radius_classes,
@@ -163,6 +165,14 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "farther along a pixel's ray than its measured point, up to this range from the sensor, "
         "is an obstacle (the occlusion depth becomes max(cloud_occlusion_depth, this - range)). "
         "Pixels with no return stay free; needs the sensor origin as cloud_occlusion_depth does.",
+        ">= 0",
+    ),
+    "cloud_unseen_min_range": (
+        0.0,
+        "With cloud_unseen_range: pixels with no return (dropouts, nothing within range) are "
+        "obstacles too, from this range (m) from the sensor to cloud_unseen_range (0 = they "
+        "stay free). Their rays come from a pinhole model fitted to the cloud's valid pixels "
+        "(organised clouds in an optical frame, z forward; others get none).",
         ">= 0",
     ),
     "cloud_persistence": (
@@ -248,6 +258,7 @@ class CloudSettings:
     cloud_point_radius: float = 0.0
     cloud_occlusion_depth: float = 0.1
     cloud_unseen_range: float = 0.0
+    cloud_unseen_min_range: float = 0.0
     cloud_persistence: float = 0.0
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
@@ -312,7 +323,7 @@ def validate_cloud_parameter(name: str, value: Any) -> Any:
         return v
     if name in ("cloud_resolution", "cloud_padding", "cloud_max_age", "cloud_point_radius",
                 "cloud_occlusion_depth", "cloud_max_future", "cloud_tf_timeout",
-                "cloud_unseen_range", "cloud_persistence"):
+                "cloud_unseen_range", "cloud_unseen_min_range", "cloud_persistence"):
         return _number(value, name)
     raise ConfigurationError(f"unknown parameter {name!r}")
 
@@ -812,6 +823,18 @@ class SensedClouds:
                     Ub, Ru = merge_balls(Ub, Ru, UNSEEN_MERGE * s.cloud_resolution)
                 C = np.concatenate([C, Ub])
                 Rc = np.concatenate([Rc, Ru])
+        if T is not None and unseen > s.cloud_unseen_min_range > 0.0 and G.shape[0] > 1:
+            # pixels with no return: from cloud_unseen_min_range on to the range limit
+            Pv, Rv, iv = no_return_samples(G, s.cloud_unseen_min_range)
+            if len(Pv):
+                step = UNSEEN_MERGE * max(s.cloud_resolution, 0.005)
+                V, Rvv = unseen_balls(Pv, Rv, 0.0, unseen, step, iv if HOLLOW_SHELL else None)
+                V = np.concatenate([Pv, V]) @ Tb[:3, :3].T + Tb[:3, 3]
+                Rvv = np.concatenate([Rv, Rvv])
+                if s.cloud_resolution > 0:
+                    V, Rvv = merge_balls(V, Rvv, UNSEEN_MERGE * s.cloud_resolution)
+                C = np.concatenate([C, V])
+                Rc = np.concatenate([Rc, Rvv])
         elif s.cloud_resolution > 0 and len(C):
             C, Rc = merge_balls(C, Rc, s.cloud_resolution)
         objects = []

@@ -17,7 +17,9 @@ from robot_collision.geometry.sensed_surface import (
     grid_radii,
     grid_surface,
     merge_balls,
+    no_return_samples,
     occlusion_balls,
+    pixel_rays,
     radius_classes,
     unseen_balls,
     unseen_depth,
@@ -213,3 +215,47 @@ def test_unseen_is_occupied_fills_every_ray_to_the_range_limit() -> None:
     U = P / rho[:, None]
     k = np.argmax((C0 / np.linalg.norm(C0, axis=1, keepdims=True)) @ U.T, axis=1)
     assert (k >= 20).all()
+
+
+def _pinhole_rays(cam: DepthCamera) -> np.ndarray:
+    """(H, W, 3) unit rays of a pinhole camera, from its field of view (closed form)."""
+    f = 0.5 * cam.width / math.tan(0.5 * cam.hfov)
+    u = (np.arange(cam.width) + 0.5 - 0.5 * cam.width) / f
+    v = (np.arange(cam.height) + 0.5 - 0.5 * cam.height) / f
+    U = np.stack(np.broadcast_arrays(u[None, :], v[:, None], 1.0), axis=-1)
+    return U / np.linalg.norm(U, axis=-1, keepdims=True)
+
+
+def test_no_return_pixels_get_their_rays_and_a_closed_unseen_shell() -> None:
+    """pixel_rays recovers every pixel's ray (also where nothing was hit) from the valid
+    pixels; the virtual samples of the no-return pixels with unseen_balls cover each such ray
+    from the minimum range to the range limit (brute force), and nothing before it."""
+    box = WorldObject(Box(0.3, 0.3, 0.3), make_pose(np.eye(3), [1.2, 0.0, 0.5]), "box")
+    T = _look_at(np.array([0.0, 0.2, 0.9]), np.array([1.2, 0.0, 0.5]))
+    G = render_grid(CAMERA, T, [box], np.random.default_rng(0))
+    missing = ~np.isfinite(G).all(axis=-1)
+    assert missing.any() and (~missing).sum() > 100
+    U = pixel_rays(G)
+    assert U is not None
+    np.testing.assert_allclose(U, _pinhole_rays(CAMERA), atol=1e-9)
+    # not a pinhole image (z not forward): no rays
+    assert pixel_rays(G[..., ::-1]) is None
+    P, R, inner = no_return_samples(G, 0.3)
+    assert len(P) == missing.sum() and inner.any() and (~inner).any()
+    np.testing.assert_allclose(np.linalg.norm(P, axis=1), 0.3)
+    C, Rc = unseen_balls(P, R, 0.0, 2.0, 0.03, back_only=inner)
+    A, B = np.concatenate([P, C]), np.concatenate([R, Rc])
+    rng = np.random.default_rng(1)
+    rays = _pinhole_rays(CAMERA)[missing]
+    k = rng.integers(0, len(rays), 4000)
+    # sub-pixel offsets within the pixel footprint (half the pixel angle)
+    alpha = 2.0 * math.atan(0.5 * math.tan(0.5 * CAMERA.hfov) / (0.5 * CAMERA.width))
+    d = rays[k] + rng.uniform(-0.5, 0.5, (4000, 3)) * alpha
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    # the region's boundary: its front at min range, sides along its border rays, back at 2 m
+    t = np.where(rng.random(4000) < 0.5, 0.3, 2.0 * (1 - 1e-9))
+    border = ~inner[k]
+    t[border] = rng.uniform(0.3, 2.0, int(border.sum()))
+    assert _covered(d * t[:, None], A, B).all()
+    # before the minimum range: free
+    assert not _covered(rays[k] * 0.1, A, B).any()
