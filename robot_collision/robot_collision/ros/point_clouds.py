@@ -164,7 +164,8 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "Opt-in 'unseen is occupied' (m; 0 = off): inside the camera's frustum, everything "
         "farther along a pixel's ray than its measured point, up to this range from the sensor, "
         "is an obstacle (the occlusion depth becomes max(cloud_occlusion_depth, this - range)). "
-        "Pixels with no return stay free; needs the sensor origin as cloud_occlusion_depth does.",
+        "Pixels with no return stay free (see cloud_unseen_min_range); needs the sensor "
+        "origin as cloud_occlusion_depth does.",
         ">= 0",
     ),
     "cloud_unseen_min_range": (
