@@ -15,6 +15,15 @@ Scenes (the push is along +x at the box's -x face, near its top edge):
 - ``grazing``: the camera sees the pushed face at 14 degrees above its plane;
 - ``hidden``: the camera looks from behind and above: it sees the top and the far faces, the
   pushed face is hidden from it;
+- ``hidden_unseen``: "unseen is occupied" (``cloud_unseen_range`` 3 m: all that lies behind
+  a seen surface within 3 m of the camera is an obstacle; earlier code without the parameter
+  runs the scene with the default occlusion depth), the camera behind and steeply above the
+  box (from ``hidden``'s camera the box's unseen shadow reaches the arm's lower links, which
+  the simulated camera does not see: the arm starts inside it and cannot move), the push 25 cm
+  below the box's top (farther behind the seen top face than the default occlusion depth);
+- ``occluded``: ``head_on``; after 0.5 s a plate 0.3 m in front of the camera hides the box
+  (the judge's world is the box alone; the plate is far from the arm), with seen surfaces
+  persisting (``cloud_persistence`` 5 s; earlier code without it forgets the box);
 - ``blinded``: ``head_on``, then after 0.5 s the camera sends all-NaN clouds (a covered lens);
 - ``future_dead``: ``head_on``; at 0.5 s one cloud stamped 10 s ahead, then the camera dies.
 
@@ -45,7 +54,11 @@ CLOUD_PERIOD = 0.1
 CLOUD_MAX_AGE = 1.0
 GAP = 0.12
 BOX = (0.2, 0.2, 0.4)
+UNSEEN_RANGE = 3.0
+PERSISTENCE = 5.0
 TARGETS = {"seen_faces_min_mm": (SAFETY - 0.003) * 1e3, "hidden_min_mm": 0.0,
+           "hidden_unseen_min_mm": (SAFETY - 0.003) * 1e3,
+           "occluded_min_mm": (SAFETY - 0.003) * 1e3,
            "dead_camera_stop_s": CLOUD_MAX_AGE + 0.2}
 
 
@@ -82,7 +95,10 @@ def _scene(robot: Any, checker: Any, name: str) -> tuple[Any, np.ndarray, np.nda
     rows = np.flatnonzero(np.asarray(table.other_links) < 0)
     k = int(rows[np.argmin(table.distances[rows])])
     p = np.asarray(table.witness_robot[k])
-    c = p + np.array([GAP + 0.5 * BOX[0], 0.0, 0.04 - 0.5 * BOX[2]])
+    # (hidden_unseen: the push 25 cm below the top, deeper behind the seen top face than the
+    # default occlusion depth)
+    top = 0.25 if name == "hidden_unseen" else 0.04
+    c = p + np.array([GAP + 0.5 * BOX[0], 0.0, top - 0.5 * BOX[2]])
     for _ in range(4):  # move the box along x until the robot is GAP from it
         box = WorldObject(Box(*BOX), make_pose(np.eye(3), c), "camera_box")
         c = c + np.array([GAP - checker.min_distance(q, [box], ignore_self=True), 0.0, 0.0])
@@ -93,10 +109,12 @@ def _scene(robot: Any, checker: Any, name: str) -> tuple[Any, np.ndarray, np.nda
         eye = face + 1.5 * np.array([-math.sin(a), math.cos(a), 0.0])
     elif name == "hidden":
         eye = c + 1.5 * np.array([0.55, 0.25, 0.8]) / np.linalg.norm([0.55, 0.25, 0.8])
+    elif name == "hidden_unseen":  # steeper: the box's unseen shadow clears the arm
+        eye = c + 1.5 * np.array([0.15, 0.1, 1.0]) / np.linalg.norm([0.15, 0.1, 1.0])
     else:
         a = math.radians(25.0)
         eye = face + 1.5 * np.array([-math.cos(a), math.sin(a) * 0.6, math.sin(a) * 0.8])
-    return box, _look_at(eye, face if name != "hidden" else c), q
+    return box, _look_at(eye, face if not name.startswith("hidden") else c), q
 
 
 def _settings(**kw: Any) -> Any:
@@ -107,7 +125,13 @@ def _settings(**kw: Any) -> Any:
 
 
 def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
-    from robot_collision import CollisionChecker, RobotModel, default_robot_paths
+    from robot_collision import (
+        Box,
+        CollisionChecker,
+        RobotModel,
+        WorldObject,
+        default_robot_paths,
+    )
     from robot_collision.control.velocity_filter import FilterOptions, VelocityFilter
     from robot_collision.ros import point_clouds as pc
     from robot_collision.tools import depth_camera as dc
@@ -119,12 +143,19 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     topic = "camera/points"
     settings = _settings(point_cloud_topics=(topic,),
                          camera_poses=((topic, (*cam_T[:3, 3], *_quat(cam_T[:3, :3]))),),
-                         cloud_max_age=CLOUD_MAX_AGE, cloud_point_radius=0.01)
+                         cloud_max_age=CLOUD_MAX_AGE, cloud_point_radius=0.01,
+                         cloud_unseen_range=UNSEEN_RANGE if name == "hidden_unseen" else 0.0,
+                         cloud_persistence=PERSISTENCE if name == "occluded" else 0.0)
     clouds = pc.SensedClouds(settings)
     clouds.set_robot(robot, {robot.base_name})
     organised = hasattr(dc, "render_grid")
     camera = dc.DepthCamera(160, 120, math.radians(70.0), 0.1, 4.0, 0.002)
     rng = np.random.default_rng(0)
+    # (occluded) a plate across the camera's view of the box, 0.3 m in front of the camera
+    view = cam_T[:3, 2]
+    plate = WorldObject(Box(0.005, 0.6, 0.6), cam_T @ np.array(
+        [[0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0.3], [0, 0, 0, 1.0]]), "plate")
+    assert abs(float(plate.pose[:3, 0] @ view)) > 0.99
     filt = VelocityFilter(CollisionChecker(robot, skip="parent"),
                           FilterOptions(safety_distance_env=SAFETY))
     t = 0.0
@@ -145,6 +176,9 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
                 P = dc.render_grid(camera, cam_T, [box], rng)
             else:
                 P = dc.render_points(camera, cam_T, [box], rng)
+            if name == "occluded" and t >= 0.5:
+                P = (dc.render_grid(camera, cam_T, [plate, box], rng) if organised
+                     else dc.render_points(camera, cam_T, [plate, box], rng))
             if name == "blinded" and t >= 0.5:
                 P = np.full((120, 160, 3) if organised else (19200, 3), np.nan)
             if name == "future_dead" and t >= 0.5:
@@ -193,7 +227,8 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     return out
 
 
-SCENES = ("head_on", "grazing", "hidden", "blinded", "future_dead")
+SCENES = ("head_on", "grazing", "hidden", "hidden_unseen", "occluded", "blinded",
+          "future_dead")
 
 
 def _all(quick: bool) -> dict[str, Any]:
@@ -206,6 +241,9 @@ def _all(quick: bool) -> dict[str, Any]:
         "seen_faces_min_mm": min(seen),
         "seen_faces_ok": min(seen) >= TARGETS["seen_faces_min_mm"],
         "hidden_ok": res["hidden"]["true_min_clearance_mm"] >= TARGETS["hidden_min_mm"],
+        "hidden_unseen_ok": res["hidden_unseen"]["true_min_clearance_mm"]
+        >= TARGETS["hidden_unseen_min_mm"],
+        "occluded_ok": res["occluded"]["true_min_clearance_mm"] >= TARGETS["occluded_min_mm"],
         "dead_camera_ok": dead is not None and dead <= TARGETS["dead_camera_stop_s"],
     }
     return res

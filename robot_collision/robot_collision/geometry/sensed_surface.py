@@ -33,6 +33,17 @@ next ball along the ray (``sqrt(r^2 + (step / 2)^2)``). With the surface balls t
 sensed surface a shell ``depth`` thick: an object thinner than it, seen from one side, is
 covered whole, also its hidden faces.
 
+**Unseen is occupied** (opt-in, :func:`unseen_depth`): inside the camera's frustum, the space a
+ray did not see as free, i.e. farther along it than its measured hit, is an obstacle up to a
+range limit from the sensor: the occlusion depth of each sample becomes
+``max(depth, range_limit - range)`` (the same shell with its back face at the range limit;
+:func:`unseen_balls` gives the part beyond ``depth`` on its own, to be merged coarser).
+Pixels with no return (a dropout, or nothing within range) are, opt-in, occupied from a minimum
+range to the range limit (:func:`no_return_samples`: their rays from a pinhole model fitted to
+the valid pixels, :func:`pixel_rays`); an all-NaN cloud (a blinded camera) is caught by the
+faulty-sensor check instead. Rays whose sample is on the robot (self-filtered)
+get no shadow: the robot's own shadow would hold it where it is.
+
 **Hollow shell** (``back_only``): a robot outside the shell can enter it only through its
 boundary, so the rays of samples inside a surface (all four patches around them continuous,
 their neighbours' rays all filled or closed) need only their last ball, the shell's back
@@ -54,7 +65,7 @@ kernels take one radius.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 from numba import njit
@@ -70,6 +81,10 @@ __all__ = [
     "occlusion_balls",
     "pixel_angle",
     "radius_classes",
+    "no_return_samples",
+    "pixel_rays",
+    "unseen_balls",
+    "unseen_depth",
 ]
 
 RADIUS_RATIO = 1.2
@@ -235,41 +250,151 @@ def grid_surface(
 
 
 def occlusion_balls(
-    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, min_step: float = 0.005,
-    back_only: Optional[NDArray[np.bool_]] = None,
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: Union[float, NDArray[np.float64]],
+    min_step: float = 0.005, back_only: Optional[NDArray[np.bool_]] = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Balls (centres (M, 3), radii (M,)) covering the space from each sample ``P[i]`` (sensor
     frame, sensor at the origin) to ``depth`` m behind it along its ray (the rule: module
-    docstring). ``R`` (N,): the samples' radii; the step along a ray is the sample's radius
-    (at least ``min_step``). ``back_only`` (N,) bool: those samples get only the last ball
-    of their ray (the shell's back face; for samples inside a surface, whose neighbours'
+    docstring). ``depth``: one depth for all samples or (N,) one per sample (0 = none; see
+    :func:`unseen_depth`). ``R`` (N,): the samples' radii; the step along a ray is the sample's
+    radius (at least ``min_step``). ``back_only`` (N,) bool: those samples get only the last
+    ball of their ray (the shell's back face; for samples inside a surface, whose neighbours'
     rays close the shell around them: see "Hollow shell" in the module docstring)."""
-    if depth <= 0.0 or len(P) == 0:
+    D = np.broadcast_to(np.asarray(depth, dtype=np.float64), (len(P),))
+    if len(P) == 0 or not (D > 0.0).any():
         return np.zeros((0, 3)), np.zeros(0)
     rho = _norm(P)
-    ok = rho > 1e-9
-    P, R, rho = P[ok], R[ok], rho[ok]
+    ok = (rho > 1e-9) & (D > 0.0)
+    P, R, rho, D = P[ok], R[ok], rho[ok], D[ok]
     if back_only is not None:
         back = np.asarray(back_only, dtype=bool)[ok]
-        Cf, Rf = occlusion_balls(P[~back], R[~back], depth, min_step)
-        Pb, Rb, rb = P[back], R[back], rho[back]
+        Cf, Rf = occlusion_balls(P[~back], R[~back], D[~back], min_step)
+        Pb, Rb, rb, Db = P[back], R[back], rho[back], D[back]
         step = np.maximum(Rb, min_step)
-        t = np.minimum(np.ceil(depth / step) * step, depth)
+        t = np.minimum(np.ceil(Db / step) * step, Db)
         lateral = Rb * (rb + t) / rb
         Cb = Pb + (t / rb)[:, None] * Pb
         return (np.concatenate([Cf, Cb]),
                 np.concatenate([Rf, np.sqrt(lateral * lateral + (0.5 * step) ** 2)]))
+    if len(P) == 0:
+        return np.zeros((0, 3)), np.zeros(0)
     U = P / rho[:, None]
     step = np.maximum(R, min_step)
-    k = np.ceil(depth / step).astype(np.int64)
+    k = np.ceil(D / step).astype(np.int64)
     kmax = int(k.max())
     j = np.arange(1, kmax + 1, dtype=np.float64)[None, :]
-    t = np.minimum(j * step[:, None], depth)  # (N, kmax); repeats of depth where k < kmax
+    t = np.minimum(j * step[:, None], D[:, None])  # (N, kmax); repeats of depth where k < kmax
     keep = j <= k[:, None]
     lateral = R[:, None] * (rho[:, None] + t) / rho[:, None]
     radius = np.sqrt(lateral * lateral + (0.5 * step[:, None]) ** 2)
     C = P[:, None, :] + t[..., None] * U[:, None, :]
     return C[keep], radius[keep]
+
+
+def unseen_balls(
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: float, unseen_range: float,
+    min_step: float = 0.005, back_only: Optional[NDArray[np.bool_]] = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """"Unseen is occupied": the balls that extend :func:`occlusion_balls` (to ``depth``
+    behind each sample) up to ``unseen_range`` m from the sensor, i.e. covering each ray from
+    ``depth`` behind its sample to the range limit (the same cone: the sample moved to
+    ``depth`` behind itself, its radius grown with range). Together with
+    ``occlusion_balls(P, R, depth, ...)`` they are ``occlusion_balls(P, R,
+    unseen_depth(P, depth, unseen_range), ...)`` in two parts, so that the caller can merge
+    the far part on a coarser lattice."""
+    rho = _norm(P)
+    ext = unseen_range - rho - max(depth, 0.0)
+    ok = (ext > 0.0) & (rho > 1e-9)
+    if not ok.any():
+        return np.zeros((0, 3)), np.zeros(0)
+    grow = (rho[ok] + max(depth, 0.0)) / rho[ok]
+    start, r0 = P[ok] * grow[:, None], R[ok] * grow
+    back = None if back_only is None else np.asarray(back_only, bool)[ok]
+    C, Rc = occlusion_balls(start, r0, ext[ok], min_step, back)
+    # the filled rays' first ball is a step behind their start, and reaches back only half a
+    # step (occlusion_balls counts on the sample's own ball, of radius >= half a step, there):
+    # a ball at the start closes that gap
+    fill = np.ones(len(start), dtype=bool) if back is None else ~back
+    return (np.concatenate([C, start[fill]]),
+            np.concatenate([Rc, np.sqrt(r0[fill] ** 2 + (0.5 * max(min_step, 0.0)) ** 2)]))
+
+
+PINHOLE_TOLERANCE = 1e-3
+"""Largest residual (of x/z, y/z: rad near the axis) of the pinhole model :func:`pixel_rays`
+fits to a cloud's valid pixels; a larger one means the cloud is not a pinhole image in an
+optical frame (z forward), and its no-return pixels get no rays."""
+
+
+def pixel_rays(G: NDArray[np.float64]) -> Optional[NDArray[np.float64]]:
+    """(H, W, 3) unit ray of every pixel of the organised cloud ``G`` (H, W, 3), optical frame
+    (z forward), also of the pixels without a return: the pinhole model ``x / z = a col + b``,
+    ``y / z = c row + d`` fitted to the valid pixels (least squares). None when fewer than two
+    distinct columns and rows are valid, a valid point is not in front of the camera, or the
+    fit's residual exceeds :data:`PINHOLE_TOLERANCE` (not a pinhole image)."""
+    H, W = G.shape[:2]
+    valid = np.isfinite(G).all(axis=-1)
+    rows, cols = np.nonzero(valid)
+    if len(np.unique(rows)) < 2 or len(np.unique(cols)) < 2:
+        return None
+    P = G[valid]
+    if (P[:, 2] <= 0.0).any():
+        return None
+    u, v = P[:, 0] / P[:, 2], P[:, 1] / P[:, 2]
+    a, b = np.polyfit(cols.astype(np.float64), u, 1)
+    c, d = np.polyfit(rows.astype(np.float64), v, 1)
+    if max(float(np.abs(a * cols + b - u).max()), float(np.abs(c * rows + d - v).max())) \
+            > PINHOLE_TOLERANCE:
+        return None
+    U = np.empty((H, W, 3))
+    U[..., 0] = (a * np.arange(W) + b)[None, :]
+    U[..., 1] = (c * np.arange(H) + d)[:, None]
+    U[..., 2] = 1.0
+    out: NDArray[np.float64] = U / _norm(U)[..., None]
+    return out
+
+
+def no_return_samples(
+    G: NDArray[np.float64], min_range: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """"Unseen is occupied" for the pixels of ``G`` (H, W, 3, optical frame) without a
+    return: a virtual sample on each one's ray (:func:`pixel_rays`) at ``min_range`` m, its
+    radius ``min_range`` x the largest angle between neighbouring rays (it reaches the
+    neighbouring rays), and whether all eight neighbours are without a return too (inside the
+    region: :func:`occlusion_balls`' ``back_only``). ``(P (M, 3), R (M,), inner (M,))``;
+    empty when there are none or the cloud is not a pinhole image (:func:`pixel_rays`)."""
+    none = (np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=bool))
+    missing: NDArray[np.bool_] = np.asarray(~np.isfinite(G).all(axis=-1))
+    if not missing.any() or min_range <= 0.0:
+        return none
+    U = pixel_rays(G)
+    if U is None:
+        return none
+    alpha = max(pixel_angle(U), 0.0)
+    H, W = missing.shape
+    pad = np.ones((H + 2, W + 2), dtype=bool)  # outside the image: not a sample either
+    pad[1:-1, 1:-1] = missing
+    inner: NDArray[np.bool_] = missing.copy()
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            inner &= pad[1 + dr:H + 1 + dr, 1 + dc:W + 1 + dc]
+    # a side of the frustum (the image border) closes the region too: its pixels fill their rays
+    inner[0, :] = inner[-1, :] = False
+    inner[:, 0] = inner[:, -1] = False
+    P = U[missing] * min_range
+    return P, np.full(len(P), min_range * alpha * math.sqrt(2.0)), inner[missing]
+
+
+def unseen_depth(
+    P: NDArray[np.float64], depth: float, unseen_range: float = 0.0
+) -> NDArray[np.float64]:
+    """(N,) occlusion depth (m) behind each sample ``P`` (N, 3) (sensor frame, sensor at the
+    origin): ``depth``, or with ``unseen_range`` > 0 ("unseen is occupied", see the module
+    docstring) everything behind the sample up to ``unseen_range`` m from the sensor, i.e.
+    ``max(depth, unseen_range - range)``."""
+    D = np.full(len(P), float(depth))
+    if unseen_range > 0.0:
+        D = np.maximum(D, unseen_range - _norm(P))
+    return D
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

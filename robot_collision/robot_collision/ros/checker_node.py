@@ -209,6 +209,9 @@ class CheckerSettings:
     cloud_max_points: int = 2_000_000
     cloud_point_radius: float = 0.0
     cloud_occlusion_depth: float = 0.1
+    cloud_unseen_range: float = 0.0
+    cloud_unseen_min_range: float = 0.0
+    cloud_persistence: float = 0.0
     cloud_max_incidence: float = 1.4
     cloud_min_points: int = 10
     cloud_max_future: float = 0.1

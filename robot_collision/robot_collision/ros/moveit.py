@@ -7,7 +7,10 @@ When it can be imported, the nodes also
   APPEND, MOVE; REMOVE with an empty id removes every object) and from ``planning_scene``
   (``moveit_msgs/PlanningScene``: the ``world.collision_objects`` of a diff are applied in
   order; a full scene, ``is_diff`` false, replaces every object that came from messages, the
-  world file's objects stay) -- the collision checker, the velocity filter and the planner;
+  world file's objects stay; ``world.octomap``, a binary OcTree, becomes the object
+  ``octomap``: its occupied leaves as balls circumscribing them, see
+  :func:`~robot_collision.ros.world.octomap_update`) -- the collision checker, the velocity
+  filter and the planner;
 - publish the planned trajectory on ``/display_planned_path``
   (``moveit_msgs/DisplayTrajectory``, RViz's MoveIt ``Trajectory`` display) -- the planner.
 

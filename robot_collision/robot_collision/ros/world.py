@@ -48,6 +48,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigurationError, MeshError, RobotCollisionError, UnknownNameError
+from ..geometry.octomap import occupied_leaves
+from ..geometry.point_cloud import OccupancyMap
 from ..geometry.shapes import Box, Capsule, Cylinder, Mesh, Shape, Sphere, WorldObject
 from ..geometry.transforms import pose_from_position_quat, pose_from_xyz_rpy
 from ..load_limits import LoadLimits, limits_or_default
@@ -59,10 +61,13 @@ from .conversions import (
     WorldUpdate,
     collision_object_to_update,
     planning_scene_to_updates,
+    pose_to_matrix,
     world_update_from_msg,
 )
 
 __all__ = [
+    "OCTOMAP_ID",
+    "octomap_update",
     "WORLD_PARAMETERS",
     "WORLD_TOPICS",
     "WorldConfigError",
@@ -637,8 +642,13 @@ class WorldModel:
     def apply_planning_scene(self, msg: Any) -> str:
         """Apply the world objects of a ``moveit_msgs/PlanningScene``: a diff (``is_diff``)
         applies each collision object's operation; a full scene replaces the objects that came
-        from messages (see :meth:`apply_all`). All or nothing."""
+        from messages (see :meth:`apply_all`). ``world.octomap`` with data becomes the object
+        :data:`OCTOMAP_ID` (see :func:`octomap_update`). All or nothing: an octomap that cannot
+        be read (:class:`~robot_collision.geometry.octomap.OctomapError`) refuses the message."""
         is_diff, updates = planning_scene_to_updates(msg)
+        octomap = octomap_update(msg)
+        if octomap is not None:
+            updates.append(octomap)
         what = self.apply_all(updates, replace=not is_diff)
         return f"{'diff' if is_diff else 'full scene'}: {what}"
 
@@ -677,6 +687,41 @@ class WorldModel:
         total = sum(len(e.shapes) for e in self._entries.values())
         total += len(entry.shapes) - (len(old.shapes) if old is not None else 0)
         self._check_total(total, f"world object {object_id!r}")
+
+
+# --------------------------------------------------------------------------- octomaps
+OCTOMAP_ID = "octomap"
+"""World object id of a planning scene's ``world.octomap``."""
+
+
+def octomap_update(scene: Any) -> Optional[WorldUpdate]:
+    """The world update of a ``moveit_msgs/PlanningScene``'s ``world.octomap``
+    (``octomap_msgs/OctomapWithPose``, read duck-typed), None when it carries no data (a
+    diff's octomap unchanged; a full scene's removed with the other message objects).
+
+    Its occupied leaves become :data:`OCTOMAP_ID`: one
+    :class:`~robot_collision.geometry.point_cloud.OccupancyMap` per leaf size (each leaf's
+    ball circumscribes the cube: conservative), placed at ``origin`` in ``header.frame_id``; a
+    map without occupied leaves removes the object. Raises
+    :class:`~robot_collision.geometry.octomap.OctomapError` for maps that are not binary
+    OcTrees or are malformed, :class:`~.conversions.ConversionError` for a bad origin."""
+    world = getattr(scene, "world", None)
+    wrapped = getattr(world, "octomap", None)
+    octo = getattr(wrapped, "octomap", None)
+    data = getattr(octo, "data", None)
+    if octo is None or data is None or len(data) == 0:
+        return None
+    centres, sides = occupied_leaves(octo)
+    if len(centres) == 0:
+        return WorldUpdate(REMOVE, OCTOMAP_ID)
+    shapes: list[tuple[Shape, NDArray[np.float64]]] = [
+        (OccupancyMap(centres[sides == side], float(side)), np.eye(4))
+        for side in np.unique(sides)]
+    header = getattr(wrapped, "header", None)
+    frame = str(getattr(header, "frame_id", "") or "")
+    origin = getattr(wrapped, "origin", None)
+    pose = None if origin is None else pose_to_matrix(origin, "octomap origin")
+    return WorldUpdate(ADD, OCTOMAP_ID, shapes, pose, frame)
 
 
 # --------------------------------------------------------------------------- world files

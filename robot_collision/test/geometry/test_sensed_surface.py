@@ -17,8 +17,12 @@ from robot_collision.geometry.sensed_surface import (
     grid_radii,
     grid_surface,
     merge_balls,
+    no_return_samples,
     occlusion_balls,
+    pixel_rays,
     radius_classes,
+    unseen_balls,
+    unseen_depth,
 )
 from robot_collision.tools.depth_camera import DepthCamera, render_grid
 
@@ -171,3 +175,87 @@ def test_hollow_shell_boundary_has_no_gap() -> None:
     t = rng.uniform(0.0, 0.1, (int(edge.sum()), 1))
     S = P[k][edge] * (1.0 + t / rho[k][edge, None])
     assert _covered(S, A, B).all()
+
+
+def test_unseen_is_occupied_fills_every_ray_to_the_range_limit() -> None:
+    """'Unseen is occupied': per-sample depth max(depth, range_limit - range); every point on
+    each sample's ray from the sample to the range limit (closed form) lies in a ball, and no
+    ball reaches past the range limit along its ray; also with the hollow shell's back balls
+    (at the range limit)."""
+    rng = np.random.default_rng(7)
+    P = rng.normal(size=(40, 3)) * 0.2 + np.array([0.0, 0.0, 1.2])
+    R = rng.uniform(0.005, 0.02, 40)
+    rho = np.linalg.norm(P, axis=1)
+    D = unseen_depth(P, 0.1, 2.0)
+    np.testing.assert_allclose(D, np.maximum(0.1, 2.0 - rho))
+    np.testing.assert_array_equal(unseen_depth(P, 0.1), np.full(40, 0.1))
+    C, Rc = occlusion_balls(P, R, D)
+    t = rng.uniform(0.0, 1.0, (40, 60)) * D[:, None]
+    Q = (P[:, None, :] * (1.0 + t[..., None] / rho[:, None, None])).reshape(-1, 3)
+    assert _covered(Q, np.concatenate([P, C]), np.concatenate([R, Rc])).all()
+    assert np.linalg.norm(C, axis=1).max() <= 2.0 + 1e-9
+    # back_only: the last ball of each ray sits at the range limit and covers its cone there
+    back = np.ones(40, dtype=bool)
+    Cb, Rb = occlusion_balls(P, R, D, back_only=back)
+    assert len(Cb) == 40
+    np.testing.assert_allclose(np.linalg.norm(Cb, axis=1), np.maximum(2.0, rho + 0.1))
+    np.testing.assert_array_less(R * np.linalg.norm(Cb, axis=1) / rho, Rb + 1e-12)
+    # unseen_balls: the part beyond the occlusion depth, also with a coarser step; with
+    # occlusion_balls to the depth it covers the same rays
+    for step in (0.005, 0.03):
+        Cu, Ru = unseen_balls(P, R, 0.1, 2.0, step)
+        A = np.concatenate([P, *occlusion_balls(P, R, 0.1)[:1], Cu])
+        B = np.concatenate([R, occlusion_balls(P, R, 0.1)[1], Ru])
+        assert _covered(Q, A, B).all()
+        assert np.linalg.norm(Cu, axis=1).max() <= 2.0 + 1e-9
+    Cb2, _ = unseen_balls(P, R, 0.1, 2.0, 0.03, back_only=back)
+    assert len(Cb2) == int((rho + 0.1 < 2.0).sum())
+    # a zero depth gives that sample no balls
+    C0, _ = occlusion_balls(P, R, np.where(np.arange(40) < 20, 0.0, 0.1))
+    U = P / rho[:, None]
+    k = np.argmax((C0 / np.linalg.norm(C0, axis=1, keepdims=True)) @ U.T, axis=1)
+    assert (k >= 20).all()
+
+
+def _pinhole_rays(cam: DepthCamera) -> np.ndarray:
+    """(H, W, 3) unit rays of a pinhole camera, from its field of view (closed form)."""
+    f = 0.5 * cam.width / math.tan(0.5 * cam.hfov)
+    u = (np.arange(cam.width) + 0.5 - 0.5 * cam.width) / f
+    v = (np.arange(cam.height) + 0.5 - 0.5 * cam.height) / f
+    U = np.stack(np.broadcast_arrays(u[None, :], v[:, None], 1.0), axis=-1)
+    return U / np.linalg.norm(U, axis=-1, keepdims=True)
+
+
+def test_no_return_pixels_get_their_rays_and_a_closed_unseen_shell() -> None:
+    """pixel_rays recovers every pixel's ray (also where nothing was hit) from the valid
+    pixels; the virtual samples of the no-return pixels with unseen_balls cover each such ray
+    from the minimum range to the range limit (brute force), and nothing before it."""
+    box = WorldObject(Box(0.3, 0.3, 0.3), make_pose(np.eye(3), [1.2, 0.0, 0.5]), "box")
+    T = _look_at(np.array([0.0, 0.2, 0.9]), np.array([1.2, 0.0, 0.5]))
+    G = render_grid(CAMERA, T, [box], np.random.default_rng(0))
+    missing = ~np.isfinite(G).all(axis=-1)
+    assert missing.any() and (~missing).sum() > 100
+    U = pixel_rays(G)
+    assert U is not None
+    np.testing.assert_allclose(U, _pinhole_rays(CAMERA), atol=1e-9)
+    # not a pinhole image (z not forward): no rays
+    assert pixel_rays(G[..., ::-1]) is None
+    P, R, inner = no_return_samples(G, 0.3)
+    assert len(P) == missing.sum() and inner.any() and (~inner).any()
+    np.testing.assert_allclose(np.linalg.norm(P, axis=1), 0.3)
+    C, Rc = unseen_balls(P, R, 0.0, 2.0, 0.03, back_only=inner)
+    A, B = np.concatenate([P, C]), np.concatenate([R, Rc])
+    rng = np.random.default_rng(1)
+    rays = _pinhole_rays(CAMERA)[missing]
+    k = rng.integers(0, len(rays), 4000)
+    # sub-pixel offsets within the pixel footprint (half the pixel angle)
+    alpha = 2.0 * math.atan(0.5 * math.tan(0.5 * CAMERA.hfov) / (0.5 * CAMERA.width))
+    d = rays[k] + rng.uniform(-0.5, 0.5, (4000, 3)) * alpha
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    # the region's boundary: its front at min range, sides along its border rays, back at 2 m
+    t = np.where(rng.random(4000) < 0.5, 0.3, 2.0 * (1 - 1e-9))
+    border = ~inner[k]
+    t[border] = rng.uniform(0.3, 2.0, int(border.sum()))
+    assert _covered(d * t[:, None], A, B).all()
+    # before the minimum range: free
+    assert not _covered(rays[k] * 0.1, A, B).any()

@@ -29,6 +29,17 @@ def test_hidden_face_is_not_entered() -> None:
     assert r["true_min_clearance_mm"] >= 0.0, r
 
 
+def test_hidden_face_with_unseen_is_occupied_keeps_the_safety_distance() -> None:
+    r = bench.run_scene("hidden_unseen", 2.5)
+    assert r["true_min_clearance_mm"] >= (SAFETY - 0.003) * 1e3, r
+    assert r["true_min_clearance_mm"] < 110.0, r  # the arm did move towards the box
+
+
+def test_occluded_box_persists() -> None:
+    r = bench.run_scene("occluded", 2.5)
+    assert r["true_min_clearance_mm"] >= (SAFETY - 0.003) * 1e3, r
+
+
 def test_blinded_camera_stops_the_arm() -> None:
     r = bench.run_scene("blinded", 2.0)
     assert r["true_min_clearance_mm"] >= (SAFETY - 0.003) * 1e3, r
