@@ -4,11 +4,14 @@ A ``velocity_filter`` node (default arm, in-process on its own ``SingleThreadedE
 its console script runs it) filters commands at 100 Hz; a separate process publishes organised
 ``PointCloud2`` clouds of ``POINTS`` points (1000 x 1000 float32 x, y, z: a wall 1.5 m in
 front of the camera, every 35th pixel without a return) at 10 Hz, RELIABLE (and, second run,
-BEST_EFFORT). Reported per run: clouds published, clouds the node processed into obstacles
-(``clouds_used_pct``), and the node's command latency (command arrival -> filtered command
-published, ``LatencyRecord``) p50 / p99 with the clouds and, first, without any. Those are
-wall-clock figures of a shared machine; ``cpu_per_cloud`` adds the thread CPU time of the same
-cloud's work in one process (worker, the tick after a new cloud, a steady tick), which the
+BEST_EFFORT; third, BEST_EFFORT from a publisher whose Fast DDS shared-memory segment holds
+whole clouds, ``LARGE_SHM_PROFILE``). Reported per run: clouds published, clouds the node
+processed into obstacles (``clouds_used_pct``), the worker's wall time per processed cloud
+(``worker_take_ms``: taking it from the reader; ``worker_process_ms``, and its thread CPU
+``worker_process_cpu_ms``) and the node's command latency (command arrival -> filtered
+command published, ``LatencyRecord``) p50 / p99 with the clouds and, first, without any. Those
+are wall-clock figures of a shared machine; ``cpu_per_cloud`` adds the thread CPU time of the
+same cloud's work in one process (worker, the tick after a new cloud, a steady tick), which the
 machine's load does not change. Before/after in one sitting: run it with ``PYTHONPATH`` at a
 work tree of the earlier code (``git worktree add /tmp/before HEAD``,
 ``PYTHONPATH=/tmp/before/robot_collision``).
@@ -51,8 +54,7 @@ _PUBLISHER = textwrap.dedent('''
     W = 1000
     f = 0.5 * W / math.tan(math.radians(35.0))
     u = (np.arange(W) + 0.5 - W / 2) / f
-    v = (np.arange(H) + 0.5 - H / 2) / f
-    U, V = np.meshgrid(u, v)
+    U, V = np.meshgrid(u, u)
     G = np.stack([1.5 * U, 1.5 * V, np.full(U.shape, 1.5)], -1)
     G.reshape(-1, 3)[::35] = np.nan
     msg = points_to_pointcloud2(G, "camera_optical")
@@ -74,12 +76,46 @@ _PUBLISHER = textwrap.dedent('''
 ''')
 
 
+def _spin(executor: Any) -> None:
+    with contextlib.suppress(Exception):  # ExternalShutdownException at the end of a run
+        executor.spin()
+
+
 def _pct(values: Any, q: float) -> float:
     a = np.asarray(list(values))
     return round(float(np.percentile(a, q)) * 1e3, 3) if len(a) else float("nan")
 
 
-def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
+# The publisher's Fast DDS shared-memory segment large enough for whole clouds (the default,
+# 512 kB, holds ~8 of a 12 MB cloud's ~190 fragments: a best-effort reader loses the cloud
+# when the writer reuses a fragment's buffer before the reader's thread has copied it).
+LARGE_SHM_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <transport_descriptors>
+    <transport_descriptor>
+      <transport_id>shm_large</transport_id>
+      <type>SHM</type>
+      <segment_size>67108864</segment_size>
+    </transport_descriptor>
+    <transport_descriptor>
+      <transport_id>udp</transport_id>
+      <type>UDPv4</type>
+    </transport_descriptor>
+  </transport_descriptors>
+  <participant profile_name="large_shm" is_default_profile="true">
+    <rtps>
+      <userTransports>
+        <transport_id>shm_large</transport_id>
+        <transport_id>udp</transport_id>
+      </userTransports>
+      <useBuiltinTransports>false</useBuiltinTransports>
+    </rtps>
+  </participant>
+</profiles>
+"""
+
+
+def _run(seconds: float, reliable: bool | None, large_shm: bool = False) -> dict[str, Any]:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
@@ -112,10 +148,11 @@ def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
     cmd_pub = gen.create_publisher(Float64MultiArray, "velocity_filter/command", qos)
     stop = threading.Event()
     proc = None
+    profile = ""
     out: dict[str, Any] = {}
     try:
-        threading.Thread(target=lambda: ex.spin(), daemon=True).start()
-        threading.Thread(target=lambda: load_ex.spin(), daemon=True).start()
+        threading.Thread(target=_spin, args=(ex,), daemon=True).start()
+        threading.Thread(target=_spin, args=(load_ex,), daemon=True).start()
         js = JointState()
         js.name = [f"joint{i}" for i in range(1, 8)]
         js.position = [0.0, 0.3, 0.0, 1.2, 0.0, 0.8, 0.0]
@@ -125,23 +162,33 @@ def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
             t0 = time.monotonic()
             while not stop.is_set():
                 js.header.stamp = gen.get_clock().now().to_msg()
-                js_pub.publish(js)
-                time.sleep(0.005)
                 cmd = Float64MultiArray()
                 cmd.data = [0.05 * np.sin(0.5 * k * 0.01)] * 7
-                cmd_pub.publish(cmd)
+                try:
+                    js_pub.publish(js)
+                    time.sleep(0.005)
+                    cmd_pub.publish(cmd)
+                except Exception:  # the node is being destroyed
+                    return
                 k += 1
                 time.sleep(max(0.0, t0 + k * 0.01 - time.monotonic()))
 
         threading.Thread(target=load, daemon=True).start()
         time.sleep(3.0)  # warm-up: discovery, kernels
         if reliable is not None:
+            env = dict(os.environ)
+            if large_shm:  # (read by the publisher only)
+                profile = os.path.join(tempfile.gettempdir(), f"cd_{uuid.uuid4().hex[:8]}.xml")
+                with open(profile, "w", encoding="utf-8") as f:
+                    f.write(LARGE_SHM_PROFILE)
+                env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profile
             proc = subprocess.Popen(
                 [sys.executable, "-c", _PUBLISHER, topic, "1" if reliable else "0",
-                 str(seconds), str(RATE)], stdout=subprocess.PIPE, text=True)
+                 str(seconds), str(RATE)], stdout=subprocess.PIPE, text=True, env=env)
             time.sleep(1.5)
         node.command_latencies.clear()
         before = dict(node._cloud_subs.stats)
+        timing0 = dict(getattr(node._cloud_subs, "timing", {}))
         acc0 = node.clouds.stats["accepted"]
         if proc is not None:
             text, _ = proc.communicate(timeout=seconds + 60.0)
@@ -153,6 +200,10 @@ def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
             out["clouds_used"] = used
             out["clouds_used_pct"] = round(100.0 * used / max(1, published), 1)
             out["reader"] = node._cloud_subs.reliability(topic)
+            timing = getattr(node._cloud_subs, "timing", {})
+            done = node._cloud_subs.stats["processed"] - before["processed"]
+            for k, v in timing.items():  # per processed cloud, where the code records it
+                out[f"worker_{k[:-2]}_ms"] = round(1e3 * (v - timing0[k]) / max(1, done), 1)
             out["clouds_rejected"] = node.clouds.stats["rejected"]
             out["last_error"] = node.clouds.last_error[:200]
         else:
@@ -165,6 +216,9 @@ def _run(seconds: float, reliable: bool | None) -> dict[str, Any]:
         stop.set()
         if proc is not None and proc.poll() is None:
             proc.kill()
+        if profile:
+            with contextlib.suppress(OSError):
+                os.unlink(profile)
         rclpy.try_shutdown(context=ctx)
         for e in (ex, load_ex):
             with contextlib.suppress(Exception):
@@ -254,4 +308,5 @@ def run(quick: bool = False) -> dict[str, Any]:
             "no_clouds": _run(seconds, None),
             "reliable_publisher": _run(seconds, True),
             "best_effort_publisher": _run(seconds, False),
+            "best_effort_publisher_large_shm": _run(seconds, False, large_shm=True),
             "loadavg_1min": round(os.getloadavg()[0], 2)}

@@ -72,6 +72,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..errors import ShapeError
+from .cloud_index import _radix_argsort
 
 __all__ = [
     "RADIUS_RATIO",
@@ -444,12 +445,13 @@ def merge_balls(
     if len(C) == 0 or resolution <= 0.0:
         return C, R
     key3 = np.floor(C / resolution).astype(np.int64)
-    key3 -= key3.min(axis=0)
-    span = key3.max(axis=0) + 1
+    # per column: numpy's axis-0 reduction of an (N, 3) array is 30 x slower
+    key3 -= np.array([key3[:, a].min() for a in range(3)])
+    span = np.array([key3[:, a].max() for a in range(3)]) + 1
     if float(np.prod(span.astype(np.float64))) >= 2.0**62:
         raise ShapeError(f"sensed points span {span} voxels of {resolution} m: too far apart")
     key = (key3[:, 0] * span[1] + key3[:, 1]) * span[2] + key3[:, 2]
-    order = np.argsort(key)
+    order = _radix_argsort(key)  # keys >= 0; without the interpreter's lock
     out: tuple[NDArray[np.float64], NDArray[np.float64]] = _merge_sorted(
         np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(R, dtype=np.float64),
         order, key)
@@ -472,8 +474,14 @@ def radius_classes(
     with np.errstate(divide="ignore"):
         k = np.ceil(np.log(np.maximum(r, 0.0) / base) / math.log(ratio))
     k = np.where(r > 0.0, np.maximum(k, 0.0), -1.0).astype(np.int64)  # -1: radius 0
+    # one stable sort by class (input order kept within a class), then the runs
+    order = _radix_argsort(k + 1)
+    ks, Cs = k[order], C[order]
+    starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+    ends = np.append(starts[1:], len(ks))
     out = []
-    for kk in np.unique(k):
-        radius = 0.0 if kk < 0 else base * ratio ** int(kk)
-        out.append((int(kk), float(radius), C[k == kk]))
+    for a, b in zip(starts, ends):
+        kk = int(ks[a])
+        radius = 0.0 if kk < 0 else base * ratio ** kk
+        out.append((kk, float(radius), Cs[a:b]))
     return out

@@ -2,10 +2,10 @@
 
 Each node with point-cloud support (checker, velocity filter, planner) keeps one
 :class:`SensedClouds`, fed by :class:`CloudSubscriptions` from a worker thread of its own (the
-node's executor never runs cloud work: no tick is queued behind a cloud; the worker still shares
-the interpreter's lock, which costs the filter's command latency with 1 M-point clouds, see
-``benchmarks/bench_cloud_delivery.py``). For every message on a topic of ``point_cloud_topics``
-it
+node's executor never runs cloud work: no tick is queued behind a cloud; the worker holds the
+interpreter's lock for its Python and numpy steps only, taking, sorting, merging, transforming
+and indexing run without it, see ``benchmarks/bench_cloud_delivery.py``). For every message on
+a topic of ``point_cloud_topics`` it
 
 1. refuses a cloud stamped more than ``cloud_max_future`` s ahead of the node's clock (it could
    not be aged: a camera that dies after it would be trusted for as long as the stamp is ahead);
@@ -63,14 +63,16 @@ anything that moved since the cloud's stamp (up to ``cloud_max_age``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
+import os
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 from numba import njit
@@ -218,8 +220,21 @@ CLOUD_PARAMETERS: dict[str, tuple[Any, str, str]] = {
 
 
 LIVE_GRID_CELLS = 1 << 17
-"""Grid cells of a live cloud's index (fewer than a static cloud's: built for every message,
-~1 ms; the grid's lower bound is coarser, the hierarchy answers the rest exactly)."""
+"""Most grid cells of a live cloud's index (fewer than a static cloud's: built for every
+message; the grid's lower bound is coarser, the hierarchy answers the rest exactly)."""
+
+LIVE_GRID_PER_POINT = 2
+"""A live radius class of n balls gets a grid of at most ``LIVE_GRID_PER_POINT * n`` cells (at
+least ``LIVE_GRID_MIN``): the grid's build time grows with its cells, and a 1 M-point cloud has
+5-8 classes of 0.05-35 k balls (the grid of every class at ``LIVE_GRID_CELLS`` was 9 of its 15
+ms of index building)."""
+
+LIVE_GRID_MIN = 1 << 12
+
+
+def live_grid_cells(n: int) -> int:
+    """Grid cells of the index of a live radius class of ``n`` balls."""
+    return int(min(LIVE_GRID_CELLS, max(LIVE_GRID_MIN, LIVE_GRID_PER_POINT * n)))
 
 
 SHADOW_MERGE = 1.0
@@ -358,6 +373,24 @@ def _decode_f32(W, ix, iy, iz, T, drop_invalid, out):  # type: ignore[no-untyped
             out[k, a] = T[a, 0] * x + T[a, 1] * y + T[a, 2] * z + T[a, 3]
         k += 1
     return k, bad
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _rigid(P, T, out):  # type: ignore[no-untyped-def]
+    for i in range(P.shape[0]):
+        x, y, z = P[i, 0], P[i, 1], P[i, 2]
+        for a in range(3):
+            out[i, a] = T[a, 0] * x + T[a, 1] * y + T[a, 2] * z + T[a, 3]
+
+
+def rigid_transform(P: NDArray[np.float64], T: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``P`` (N, 3) mapped by the rigid ``T`` (4, 4), without the interpreter's lock and without
+    BLAS: numpy's ``P @ R.T`` on 100 k points starts OpenBLAS's worker threads, which then spin
+    for a while on the other core (~30 ms of CPU per 1 M-point cloud, taken from the tick)."""
+    out = np.empty((len(P), 3))
+    _rigid(np.ascontiguousarray(P, dtype=np.float64),
+           np.ascontiguousarray(T, dtype=np.float64), out)
+    return out
 
 
 def pointcloud2_to_points(
@@ -501,7 +534,7 @@ def pointcloud2_to_grid(
     return G, k
 
 
-def pointcloud2_view(raw: bytes, limits: MessageLimits) -> Any:
+def pointcloud2_view(raw: bytes | memoryview, limits: MessageLimits) -> Any:
     """A ``sensor_msgs/PointCloud2`` read from its serialized bytes without deserializing
     them: the header, sizes and fields as attributes (as on the message), ``data`` a memoryview
     of ``raw`` (no copy). rclpy's deserialization copies the point bytes into a Python array
@@ -515,7 +548,8 @@ def pointcloud2_view(raw: bytes, limits: MessageLimits) -> Any:
 
     from .intake import _ENCAPSULATIONS, check_serialized
 
-    check_serialized(raw, PointCloud2, limits, "PointCloud2")
+    # (check_serialized reads any buffer: lengths, slices and struct.unpack_from)
+    check_serialized(cast(bytes, raw), PointCloud2, limits, "PointCloud2")
     little, _ = _ENCAPSULATIONS[bytes(raw[:2])]
     e = "<" if little else ">"
     buf = memoryview(raw)
@@ -776,7 +810,7 @@ class SensedClouds:
             Rsh = R.copy()
             inner = None
         Tb = np.eye(4) if T is None else T
-        Pb = P @ Tb[:3, :3].T + Tb[:3, 3]
+        Pb = rigid_transform(P, Tb)
         # the samples on the robot (within cloud_padding of it) are removed, by the sample's
         # own position: a ball of an obstacle's sample that reaches the robot stays (the arm is
         # that close to the obstacle); the occlusion balls are not self-filtered (the arm
@@ -806,7 +840,7 @@ class SensedClouds:
             Gs = G[valid][shadowed]
             step = max(s.cloud_resolution, 0.005)
             S, Rs = occlusion_balls(Gs, Rsh[shadowed], s.cloud_occlusion_depth, step, back)
-            Sb = S @ Tb[:3, :3].T + Tb[:3, 3]
+            Sb = rigid_transform(S, Tb)
             if s.cloud_resolution > 0:
                 # the shell behind the surfaces is a volume: merged on its own lattice
                 # (SHADOW_MERGE x cloud_resolution)
@@ -819,7 +853,7 @@ class SensedClouds:
                 # coarser lattice (UNSEEN_MERGE x cloud_resolution)
                 U, Ru = unseen_balls(Gs, Rsh[shadowed], s.cloud_occlusion_depth, unseen,
                                      UNSEEN_MERGE * step, back)
-                Ub = U @ Tb[:3, :3].T + Tb[:3, 3]
+                Ub = rigid_transform(U, Tb)
                 if s.cloud_resolution > 0:
                     Ub, Ru = merge_balls(Ub, Ru, UNSEEN_MERGE * s.cloud_resolution)
                 C = np.concatenate([C, Ub])
@@ -830,7 +864,7 @@ class SensedClouds:
             if len(Pv):
                 step = UNSEEN_MERGE * max(s.cloud_resolution, 0.005)
                 V, Rvv = unseen_balls(Pv, Rv, 0.0, unseen, step, iv if HOLLOW_SHELL else None)
-                V = np.concatenate([Pv, V]) @ Tb[:3, :3].T + Tb[:3, 3]
+                V = rigid_transform(np.concatenate([Pv, V]), Tb)
                 Rvv = np.concatenate([Rv, Rvv])
                 if s.cloud_resolution > 0:
                     V, Rvv = merge_balls(V, Rvv, UNSEEN_MERGE * s.cloud_resolution)
@@ -842,7 +876,7 @@ class SensedClouds:
         n = 0
         for _k, radius, centres in radius_classes(C, Rc):
             n += len(centres)
-            cloud = PointCloud(centres, radius, None, grid_cells=LIVE_GRID_CELLS)
+            cloud = PointCloud(centres, radius, None, grid_cells=live_grid_cells(len(centres)))
             cloud.index  # noqa: B018 - built here, off the control tick
             objects.append(WorldObject(cloud, np.eye(4), f"{topic}#r{1e3 * radius:.1f}mm"))
         if s.cloud_persistence > 0.0:
@@ -950,6 +984,120 @@ def tf2_lookup(node: Any, base_frame: Callable[[], str]) -> Optional[TransformLo
     return lookup
 
 
+class _Allocator(ctypes.Structure):  # rcutils_allocator_t
+    _fields_ = [("allocate", ctypes.c_void_p), ("deallocate", ctypes.c_void_p),
+                ("reallocate", ctypes.c_void_p), ("zero_allocate", ctypes.c_void_p),
+                ("state", ctypes.c_void_p)]
+
+
+class _Uint8Array(ctypes.Structure):  # rcutils_uint8_array_t = rcl_serialized_message_t
+    _fields_ = [("buffer", ctypes.c_void_p), ("buffer_length", ctypes.c_size_t),
+                ("buffer_capacity", ctypes.c_size_t), ("allocator", _Allocator)]
+
+
+_RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
+_RCL_LIBS: list[Any] = []  # [(rcl, rcutils)] once loaded, [None] when not available
+
+
+def _rcl_libs() -> Any:
+    """(librcl, librcutils) as ctypes libraries (the ones rclpy loaded), or None."""
+    if not _RCL_LIBS:
+        libs = None
+        try:
+            paths: dict[str, str] = {}
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    path = line.rstrip().rpartition(" ")[2]
+                    name = os.path.basename(path)
+                    for lib in ("librcl", "librcutils"):
+                        if name == f"{lib}.so" or name.startswith(f"{lib}.so."):
+                            paths.setdefault(lib, path)
+            rcl = ctypes.CDLL(paths.get("librcl", "librcl.so"))
+            rcutils = ctypes.CDLL(paths.get("librcutils", "librcutils.so"))
+            rcl.rcl_take_serialized_message.argtypes = [
+                ctypes.c_void_p, ctypes.POINTER(_Uint8Array), ctypes.c_void_p, ctypes.c_void_p]
+            rcl.rcl_take_serialized_message.restype = ctypes.c_int
+            rcutils.rcutils_get_default_allocator.restype = _Allocator
+            rcutils.rcutils_uint8_array_init.argtypes = [
+                ctypes.POINTER(_Uint8Array), ctypes.c_size_t, ctypes.POINTER(_Allocator)]
+            rcutils.rcutils_uint8_array_init.restype = ctypes.c_int
+            rcutils.rcutils_uint8_array_fini.argtypes = [ctypes.POINTER(_Uint8Array)]
+            rcutils.rcutils_uint8_array_fini.restype = ctypes.c_int
+            rcutils.rcutils_reset_error.restype = None
+            libs = (rcl, rcutils)
+        except (OSError, AttributeError):
+            libs = None
+        _RCL_LIBS.append(libs)
+    return _RCL_LIBS[0]
+
+
+class SerializedTaker:
+    """Takes the serialized messages waiting in an rclpy subscription (one that no executor
+    runs, e.g. :class:`~robot_collision.ros.intake.OnDemandSubscription`'s) with rcl's
+    ``rcl_take_serialized_message`` through ctypes: the RMW copies each message into one
+    buffer kept for every take (no new 12 MB allocation a cloud, no page faults) and the
+    interpreter's lock is released while it does (rclpy's ``take_message`` holds it while it
+    copies a 1 M-point cloud twice, into rcl's buffer and into a Python ``bytes``: ~10 ms in
+    which the node's executor could not run). ``available()`` is False where rcl cannot be
+    loaded this way; use rclpy's take there."""
+
+    INITIAL_CAPACITY = 1 << 20
+
+    def __init__(self, subscription: Any) -> None:
+        libs = _rcl_libs()
+        if libs is None:
+            raise OSError("rcl is not loadable with ctypes")
+        self._rcl, self._rcutils = libs
+        self._sub = subscription
+        self._msg = _Uint8Array()
+        self._alloc = self._rcutils.rcutils_get_default_allocator()
+        if self._rcutils.rcutils_uint8_array_init(ctypes.byref(self._msg),
+                                                  self.INITIAL_CAPACITY,
+                                                  ctypes.byref(self._alloc)) != 0:
+            self._rcutils.rcutils_reset_error()
+            raise OSError("rcutils_uint8_array_init failed")
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def available() -> bool:
+        return _rcl_libs() is not None
+
+    def take(self) -> tuple[Optional[memoryview], int]:
+        """``(newest, n)``: the newest of the ``n`` messages waiting (the older ones are
+        dropped), a view of the serialized bytes that stays valid until the next ``take`` or
+        ``close``; ``(None, 0)`` when none was waiting."""
+        n = 0
+        with self._lock:
+            if self._msg.buffer is None:
+                return None, 0
+            with self._sub.handle:
+                ptr = self._sub.handle.pointer
+                while True:
+                    ret = self._rcl.rcl_take_serialized_message(ptr, ctypes.byref(self._msg),
+                                                               None, None)
+                    if ret == _RCL_RET_SUBSCRIPTION_TAKE_FAILED:
+                        break
+                    if ret != 0:
+                        self._rcutils.rcutils_reset_error()
+                        raise RuntimeError(f"rcl_take_serialized_message returned {ret}")
+                    n += 1
+            if n == 0 or not self._msg.buffer:
+                return None, n
+            data = (ctypes.c_uint8 * self._msg.buffer_length).from_address(self._msg.buffer)
+            return memoryview(data).cast("B"), n
+
+    def close(self) -> None:
+        """Free the buffer (views of it are invalid from then on)."""
+        with self._lock:
+            if self._msg.buffer is not None:
+                self._rcutils.rcutils_uint8_array_fini(ctypes.byref(self._msg))
+                self._msg.buffer = None
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
 def node_now(node: Any) -> float:
     """The node clock's time (s)."""
     return float(node.get_clock().now().nanoseconds) * 1e-9
@@ -962,27 +1110,75 @@ def stamp_seconds(stamp: Any, node: Any) -> float:
     return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
 
 
+class _CloudReader:
+    """One topic's cloud reader: an :class:`~robot_collision.ros.intake.OnDemandSubscription`
+    taken with :class:`SerializedTaker` where rcl is loadable with ctypes, else with rclpy."""
+
+    def __init__(self, node: Any, topic: str, qos: Any, rcl_take: bool = True) -> None:
+        from sensor_msgs.msg import PointCloud2
+
+        from .intake import OnDemandSubscription
+
+        self._reader = OnDemandSubscription(node, PointCloud2, topic, qos)
+        self.subscription = self._reader.subscription
+        self._taker: Optional[SerializedTaker] = None
+        if rcl_take:
+            with contextlib.suppress(OSError):
+                self._taker = SerializedTaker(self.subscription)
+
+    @property
+    def through_rcl(self) -> bool:
+        return self._taker is not None
+
+    def take(self) -> tuple[Optional[bytes | memoryview], int]:
+        """``(newest, n)``: the newest of the ``n`` serialized clouds waiting (valid until the
+        next take), ``(None, 0)`` without one."""
+        if self._taker is not None:
+            try:
+                return self._taker.take()
+            except (AttributeError, OSError, RuntimeError, TypeError, ValueError):
+                # an rclpy or rcl that differs from the one this was written against (no
+                # handle.pointer, another error code): rclpy's take from now on
+                taker, self._taker = self._taker, None
+                with contextlib.suppress(Exception):
+                    taker.close()
+        samples = self._reader.take()
+        return (samples[-1][0] if samples else None), len(samples)
+
+
 class CloudSubscriptions:
     """A node's subscriptions to its ``point_cloud_topics``, feeding ``clouds`` from a worker
     thread of their own: the node's executor never runs a cloud callback, so no control tick is
-    queued behind a cloud (taking, size-checking, deserializing and processing a 1 M-point
-    cloud take tens to hundreds of ms; the worker holds the interpreter's lock for part of it).
-    Bad clouds are logged (throttled) and never raise.
+    queued behind a cloud. Bad clouds are logged (throttled) and never raise.
 
     Each topic is read with an :class:`~robot_collision.ros.intake.OnDemandSubscription`
-    (KEEP_LAST 2, outside the executor's wait set); the worker takes every ``POLL_PERIOD`` s
-    and processes the newest sample of each topic (older ones count as ``superseded``).
+    outside the executor's wait set, KEEP_LAST ``DEPTH`` = 1 when best-effort (a sensor's
+    older cloud is of no use once a newer one is there), ``DEPTH_RELIABLE`` = 2 when reliable
+    (measured with a reliable 10 Hz publisher: 44-56 % of 1 M-point clouds used with one slot,
+    58-67 % with two; presumably the next cloud is reassembled in the history while the newest
+    waits for the worker); the worker polls every ``POLL_PERIOD`` s, at once again after a
+    cloud, and processes the newest sample of each topic (older ones count as
+    ``superseded``). Samples are taken with rcl through ctypes (:class:`SerializedTaker`:
+    into one reused buffer, without the interpreter's lock; rclpy's take where that cannot
+    load), size-checked with ``limits()`` before they are read
+    (:mod:`robot_collision.ros.intake`; the point bytes count against ``max_message_bytes``)
+    and read in place (:func:`pointcloud2_view`: not deserialized).
+    The processing holds the interpreter's lock for its Python and numpy steps only (the sort,
+    merge, transform and index kernels run without it; no BLAS call starts OpenBLAS's spinning
+    threads).
+
     Reliability follows the topic's publishers (checked every ``QOS_CHECK_PERIOD`` s): RELIABLE
-    when every publisher is reliable (large clouds arrive whole: a best-effort reader loses
-    most 500 k-point clouds to dropped fragments), BEST_EFFORT as soon as one is best-effort
-    (a reliable reader would not match it). Clouds arrive serialized and are size-checked with
-    ``limits()`` before they are read (:mod:`robot_collision.ros.intake`; the point bytes
-    count against ``max_message_bytes``), in place (:func:`pointcloud2_view`: not
-    deserialized, the points are a view of the received bytes). ``before`` runs before each
-    cloud is processed (a node that reads joint states on demand takes them there, for the
-    self-filter)."""
+    when every publisher is reliable (large clouds arrive whole, lost fragments are sent
+    again), BEST_EFFORT as soon as one is best-effort (a reliable reader would not match it;
+    whole large clouds then arrive only when the publisher's transport holds a whole cloud,
+    e.g. Fast DDS's shared-memory segment, see ``benchmarks/bench_cloud_delivery.py``).
+    ``before`` runs before each cloud is processed (a node that reads joint states on demand
+    takes them there, for the self-filter)."""
 
     POLL_PERIOD = 0.01
+    DEPTH = 1
+    DEPTH_RELIABLE = 2
+    RCL_TAKE = True
     QOS_CHECK_PERIOD = 1.0
     SWITCH_INTERVAL = 0.001
 
@@ -1005,6 +1201,9 @@ class CloudSubscriptions:
         self._stop = threading.Event()
         self._next_qos_check = 0.0
         self.stats = {"taken": 0, "superseded": 0, "processed": 0}
+        # worker time, summed over the polls that took a cloud: taking it (copying the
+        # serialized bytes out of the reader), processing it (wall and the worker's CPU)
+        self.timing = {"take_s": 0.0, "process_s": 0.0, "process_cpu_s": 0.0}
         self._thread: Optional[threading.Thread] = None
 
     @property
@@ -1033,15 +1232,13 @@ class CloudSubscriptions:
             return None
         return all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
 
-    def _reader(self, topic: str, reliable: bool) -> Any:
+    def _reader(self, topic: str, reliable: bool) -> _CloudReader:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import PointCloud2
 
-        from .intake import OnDemandSubscription
-
-        qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE if reliable
+        qos = QoSProfile(depth=self.DEPTH_RELIABLE if reliable else self.DEPTH,
+                         reliability=ReliabilityPolicy.RELIABLE if reliable
                          else ReliabilityPolicy.BEST_EFFORT)
-        return OnDemandSubscription(self._node, PointCloud2, topic, qos)
+        return _CloudReader(self._node, topic, qos, self.RCL_TAKE)
 
     def sync(self) -> None:
         """Subscribe to the topics of the clouds' settings, unsubscribe from the others; start
@@ -1063,12 +1260,23 @@ class CloudSubscriptions:
             self._thread = threading.Thread(
                 target=self._run, daemon=True, name=f"{self._node.get_name()}_clouds")
             self._thread.start()
+            with contextlib.suppress(Exception):
+                self._node.context.on_shutdown(self.close)
 
     def close(self) -> None:
-        """Stop the worker (the node's destruction removes the readers)."""
+        """Stop the worker (the node's destruction removes the readers); also called when the
+        node's context shuts down, so that no worker is still in a take or a kernel when the
+        process exits."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
+
+    def _node_gone(self) -> bool:
+        try:
+            with self._node.handle:
+                return False
+        except Exception:
+            return True
 
     def _check_qos(self) -> None:
         with self._lock:
@@ -1091,7 +1299,9 @@ class CloudSubscriptions:
         self._ready.set()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.POLL_PERIOD):
+        busy = False
+        while not self._stop.wait(0.0 if busy else self.POLL_PERIOD):
+            busy = False
             if not self._ready.is_set():
                 continue
             try:
@@ -1099,18 +1309,30 @@ class CloudSubscriptions:
                 if now >= self._next_qos_check:
                     self._next_qos_check = now + self.QOS_CHECK_PERIOD
                     self._check_qos()
+                w0 = time.perf_counter()
                 with self._lock:
                     taken = []
                     for topic, (reader, _) in self._subs.items():
-                        samples = reader.take()
-                        if samples:
-                            taken.append((topic, samples[-1][0]))
-                            self.stats["taken"] += len(samples)
-                            self.stats["superseded"] += len(samples) - 1
-                for topic, raw in taken:
-                    self._on_raw(topic, raw)
+                        raw, n = reader.take()
+                        if raw is not None:
+                            # the reader stays referenced while its bytes are read (a view of
+                            # its buffer when taken through rcl)
+                            taken.append((topic, raw, reader))
+                        self.stats["taken"] += n
+                        self.stats["superseded"] += max(0, n - 1)
+                if taken:
+                    w1, c1 = time.perf_counter(), time.thread_time()
+                    self.timing["take_s"] += w1 - w0
+                    for topic, raw, _reader in taken:
+                        self._on_raw(topic, raw)
+                    del taken, raw, _reader
+                    self.timing["process_s"] += time.perf_counter() - w1
+                    self.timing["process_cpu_s"] += time.thread_time() - c1
+                    # a cloud that arrived meanwhile is taken at once (the next poll's wait
+                    # would only age it)
+                    busy = True
             except Exception as exc:  # a destroyed reader at shutdown, an RMW error
-                if self._stop.is_set() or not self._node.context.ok():
+                if self._stop.is_set() or not self._node.context.ok() or self._node_gone():
                     return
                 try:
                     self._node.get_logger().error(
@@ -1119,7 +1341,7 @@ class CloudSubscriptions:
                 except Exception:
                     return
 
-    def _on_raw(self, topic: str, raw: bytes) -> None:
+    def _on_raw(self, topic: str, raw: bytes | memoryview) -> None:
         try:
             msg = pointcloud2_view(raw, self._limits())
         except MessageRejectedError as exc:

@@ -8,6 +8,7 @@ core ``CollisionChecker`` given the same sensed cloud.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -399,3 +400,117 @@ def test_pointcloud2_view_reads_what_rclpy_deserializes(dtype: str) -> None:
     np.testing.assert_array_equal(pointcloud2_to_grid(v)[0], pointcloud2_to_grid(msg)[0])
     with pytest.raises(MessageRejectedError):
         pointcloud2_view(raw[:-7], MessageLimits())
+
+
+# ----------------------------------------------------------------------------- large clouds
+def test_serialized_taker_takes_the_newest_cloud(ros: Any) -> None:
+    """The cloud worker's reader (rcl's take through ctypes, into one reused buffer): the bytes
+    are the newest of the clouds waiting, the older ones are counted and dropped, nothing
+    waiting gives (None, 0); rclpy's take (the fallback) reads the same."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import deserialize_message
+
+    from robot_collision.ros.intake import OnDemandSubscription
+    from robot_collision.ros.point_clouds import SerializedTaker, _CloudReader
+
+    ns = ros.namespace()
+    helper = ros.helper(ns)
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    pub = helper.create_publisher(PointCloud2, "points", qos)
+    assert SerializedTaker.available()
+    reader = OnDemandSubscription(helper, PointCloud2, f"{ns}/points", qos)
+    taker = SerializedTaker(reader.subscription)
+    fallback = _CloudReader(helper, f"{ns}/points", qos, rcl_take=False)
+    assert ros.wait_until(lambda: pub.get_subscription_count() == 2, 10.0)
+    assert taker.take() == (None, 0) and fallback.take() == (None, 0)
+    rng = np.random.default_rng(5)
+    msgs = [points_to_pointcloud2(rng.normal(size=(1000 * (k + 1), 3)), "camera")
+            for k in range(3)]
+    seen: list[Any] = []
+    helper.create_subscription(PointCloud2, "points", seen.append, qos)
+    assert ros.wait_until(lambda: pub.get_subscription_count() == 3, 10.0)
+    for m in msgs:
+        pub.publish(m)
+    assert ros.wait_until(lambda: len(seen) == 3, 10.0)
+    time.sleep(0.2)  # (the readers of one participant get the samples together)
+    raw, n = taker.take()
+    # (compared deserialized: CDR padding bytes are not defined)
+    assert n == 3 and deserialize_message(bytes(raw), PointCloud2) == msgs[-1]
+    assert taker.take() == (None, 0)
+    old, k = fallback.take()
+    assert k == 3 and deserialize_message(old, PointCloud2) == msgs[-1]
+    taker.close()
+    assert taker.take() == (None, 0)
+
+
+def test_cloud_reader_falls_back_to_rclpy(ros: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An rclpy whose subscription handle has no ``pointer`` (or an rcl error): the reader
+    goes on with rclpy's take and still returns the newest cloud."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import deserialize_message
+
+    from robot_collision.ros.point_clouds import SerializedTaker, _CloudReader
+
+    def broken(self: Any) -> Any:
+        raise AttributeError("'Subscription' object has no attribute 'pointer'")
+
+    monkeypatch.setattr(SerializedTaker, "take", broken)
+    ns = ros.namespace()
+    helper = ros.helper(ns)
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    pub = helper.create_publisher(PointCloud2, "points", qos)
+    reader = _CloudReader(helper, f"{ns}/points", qos)
+    assert reader.through_rcl
+    assert ros.wait_until(lambda: pub.get_subscription_count() == 1, 10.0)
+    msg = points_to_pointcloud2(np.random.default_rng(2).normal(size=(500, 3)), "camera")
+    pub.publish(msg)
+    got: list[Any] = []
+    assert ros.wait_until(lambda: got.append(reader.take()) or got[-1][1] > 0, 10.0)
+    assert not reader.through_rcl
+    assert deserialize_message(bytes(got[-1][0]), PointCloud2) == msg
+
+
+def test_clouds_from_best_effort_and_reliable_publishers(ros: Any, tmp_path: Path) -> None:
+    """A cloud topic's reader follows its publishers: best-effort ones are read (a reliable
+    reader would not match them), and once every publisher is reliable the reader is reliable
+    (large clouds then arrive whole); clouds are used either way."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    ns = ros.namespace()
+    robot = RobotModel.from_urdf(URDF, srdf=SRDF)
+    topic = f"{ns}/points"
+    params = {"urdf_path": str(URDF), "srdf_path": str(SRDF), "point_cloud_topics": [topic],
+              "camera_poses": [f"{topic}=" + " ".join(map(str, CAMERA))],
+              "cloud_max_age": 2.0}
+    node = ros.add_node(CollisionCheckerNode(
+        context=ros.context, namespace=ns,
+        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
+    js = _joint_states(ros, ns, robot.named_configuration("ready"))
+    u = np.linspace(-0.3, 0.3, 40)
+    U, V = np.meshgrid(u, u)
+    wall = np.stack([U, V, np.full(U.shape, 1.2)], -1)
+
+    helper = ros.helper(ns)
+
+    def publish_with(reliability: Any) -> tuple[Any, Any]:
+        pub = helper.create_publisher(PointCloud2, "points",
+                                      QoSProfile(depth=1, reliability=reliability))
+
+        def send() -> None:
+            pub.publish(points_to_pointcloud2(wall, "camera", helper.get_clock().now().to_msg()))
+
+        return pub, helper.create_timer(0.05, send)
+
+    subs = node._cloud_subs
+    pub, timer = publish_with(ReliabilityPolicy.BEST_EFFORT)
+    assert ros.wait_until(lambda: subs.reliability(topic) == "best_effort"
+                          and node.clouds.stats["accepted"] >= 3, 30.0), node.clouds.last_error
+    helper.destroy_timer(timer)
+    helper.destroy_publisher(pub)
+    pub, timer = publish_with(ReliabilityPolicy.RELIABLE)
+    assert ros.wait_until(lambda: subs.reliability(topic) == "reliable", 30.0)
+    n = node.clouds.stats["accepted"]
+    assert ros.wait_until(lambda: node.clouds.stats["accepted"] >= n + 3, 30.0), \
+        node.clouds.last_error
+    helper.destroy_timer(timer)
+    js.helper.destroy_timer(js.timer)
