@@ -73,6 +73,89 @@ def _sphere_hits(cx, cy, cz, r, ko, po, P, o):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
+def _cover_centre(kind, SP, s, cov, c):  # type: ignore[no-untyped-def]
+    """Base-frame centre of cover sphere row ``c`` of shape ``s`` (spheres: centre-only pose,
+    their single cover sphere sits at the shape's origin)."""
+    if kind[s] == SPHERE:
+        return SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
+    x, y, z = cov[c, 0], cov[c, 1], cov[c, 2]
+    return (
+        SP[s, 0, 0] * x + SP[s, 0, 1] * y + SP[s, 0, 2] * z + SP[s, 0, 3],
+        SP[s, 1, 0] * x + SP[s, 1, 1] * y + SP[s, 1, 2] * z + SP[s, 1, 3],
+        SP[s, 2, 0] * x + SP[s, 2, 1] * y + SP[s, 2, 2] * z + SP[s, 2, 3],
+    )
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _cover_world(kind, SP, s, cidx, cov, ko, po, P, o, pad):  # type: ignore[no-untyped-def]
+    """Verdict of the sphere cover of robot shape ``s`` (posed by ``SP[s]``) against world
+    object ``o`` (sphere, capsule or box) with padding ``pad``: 0 = certainly clear (no outer
+    sphere within ``pad``), 1 = certainly colliding (an inner sphere within ``pad``), -1 =
+    inconclusive or not applicable (run the exact narrow phase)."""
+    n_out = cidx[s, 1]
+    if n_out == 0 or ko > BOX:
+        return -1
+    near = 0
+    for c in range(cidx[s, 0], cidx[s, 0] + n_out):
+        r = cov[c, 3] + pad
+        if r <= 0.0:
+            return -1
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        h = _sphere_hits(x, y, z, r, ko, po, P, o)
+        if h < 0:
+            return -1
+        near += h
+    if near == 0:
+        return 0
+    for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
+        r = cov[c, 3] + pad
+        if r <= 0.0:
+            continue
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        if _sphere_hits(x, y, z, r, ko, po, P, o) == 1:
+            return 1
+    return -1
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _cover_self(kind, SP, s, t, cidx, cov, pad):  # type: ignore[no-untyped-def]
+    """:func:`_cover_world` for two robot shapes ``s`` and ``t``: 0 when no outer sphere of
+    one comes within ``pad`` of an outer sphere of the other, 1 when two inner spheres do, -1
+    otherwise."""
+    if cidx[s, 1] == 0 or cidx[t, 1] == 0:
+        return -1
+    near = 0
+    for c in range(cidx[s, 0], cidx[s, 0] + cidx[s, 1]):
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        for e in range(cidx[t, 0], cidx[t, 0] + cidx[t, 1]):
+            u, v, w = _cover_centre(kind, SP, t, cov, e)
+            rr = cov[c, 3] + cov[e, 3] + pad
+            if rr <= 0.0:
+                return -1
+            dx = x - u
+            dy = y - v
+            dz = z - w
+            near += dx * dx + dy * dy + dz * dz < rr * rr
+        if near:
+            break
+    if near == 0:
+        return 0
+    for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        for e in range(cidx[t, 2], cidx[t, 2] + cidx[t, 3]):
+            u, v, w = _cover_centre(kind, SP, t, cov, e)
+            rr = cov[c, 3] + cov[e, 3] + pad
+            if rr <= 0.0:
+                continue
+            dx = x - u
+            dy = y - v
+            dz = z - w
+            if dx * dx + dy * dy + dz * dz < rr * rr:
+                return 1
+    return -1
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
 def _box_gap2(x, y, z, box, o):  # type: ignore[no-untyped-def]
     """Squared distance (m²) from point (x, y, z) to the enclosing box of world object ``o``
     (``WorldArrays.box`` columns), zero inside."""
@@ -202,6 +285,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
     vstart, vcount, verts = rs.vstart, rs.vcount, rs.verts
     bcen, brad = rs.bound_center, rs.bound_radius
+    cidx, cov = rs.cover_index, rs.cover
     wkind, wparams, wpose = ws.kind, ws.params, ws.pose
     wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
     wbox = ws.box
@@ -301,7 +385,10 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                         s,
                     )
                 else:
-                    h = -1
+                    h = _inline_call_or(
+                        _cover_world, -1, kind, SP, s, cidx, cov, wkind[o], wparams, wpose, o,
+                        pad,
+                    )
                 if h == 1 or (
                     h < 0
                     and _call_or(
@@ -391,6 +478,8 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                         )
                     else:
                         h = -1
+                    if h < 0:
+                        h = _inline_call_or(_cover_self, -1, kind, SP, s, t, cidx, cov, pad)
                     if h == 1 or (
                         h < 0
                         and _call_or(
@@ -427,6 +516,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         T.shape[0] + SP.shape[0] + ready.shape[0] + buf.shape[0] + cen.shape[0]
         + link_start.shape[0] + kind.shape[0] + params.shape[0] + local.shape[0]
         + vstart.shape[0] + vcount.shape[0] + verts.shape[0] + bcen.shape[0] + brad.shape[0]
+        + cidx.shape[0] + cov.shape[0]
         + wkind.shape[0] + wparams.shape[0] + wpose.shape[0] + wvstart.shape[0]
         + wvcount.shape[0] + wverts.shape[0] + wbox.shape[0]
         + wcloud.shape[0] + wcf.shape[0] + wci.shape[0]

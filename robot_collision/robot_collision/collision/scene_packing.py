@@ -49,6 +49,8 @@ _FIELDS = (
     (2, 7, 2, True),
     (2, 8, 1, False),
     (2, 9, 1, True),
+    (1, 10, 2, True),
+    (1, 11, 2, False),
 )
 _HEADER = 4 * len(_FIELDS)
 
@@ -122,6 +124,8 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _i1(I, 14),
         _f2(F, I, 15),
         _f1(F, I, 16),
+        _i2(I, 31),
+        _f2(F, I, 32),
     )
     ws = WorldArrays(
         _i1(I, 17),
@@ -185,6 +189,8 @@ def unpack_scene_borrowed(F, I):  # type: ignore[no-untyped-def]
         _bi1(I, 14),
         _bf2(F, I, 15),
         _bf1(F, I, 16),
+        _bi2(I, 31),
+        _bf2(F, I, 32),
     )
     ws = WorldArrays(
         _bi1(I, 17),
