@@ -71,6 +71,10 @@ class PairArrays(NamedTuple):
     self_b: NDArray[np.int64]  # (K,)
     self_pad: NDArray[np.float64]  # (K,)
     world_pad: NDArray[np.float64]  # (L, W) padding of (link, world object)
+    # joint-space distance tables of the self pairs (collision.pair_tables.PairTables)
+    tab_i: NDArray[np.int64]  # (K, 8)
+    tab_f: NDArray[np.float64]  # (K, 28)
+    tab_data: NDArray[np.float64]  # (D,)
 
 
 def _bound(

@@ -51,6 +51,9 @@ _FIELDS = (
     (2, 9, 1, True),
     (1, 10, 2, True),
     (1, 11, 2, False),
+    (3, 4, 2, True),
+    (3, 5, 2, False),
+    (3, 6, 1, False),
 )
 _HEADER = 4 * len(_FIELDS)
 
@@ -139,7 +142,8 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _f1(F, I, 29),
         _i1(I, 30),
     )
-    pr = PairArrays(_i1(I, 24), _i1(I, 25), _f1(F, I, 26), _f2(F, I, 27))
+    pr = PairArrays(_i1(I, 24), _i1(I, 25), _f1(F, I, 26), _f2(F, I, 27), _i2(I, 33),
+                    _f2(F, I, 34), _f1(F, I, 35))
     return kin, rs, ws, pr
 
 
@@ -204,6 +208,7 @@ def unpack_scene_borrowed(F, I):  # type: ignore[no-untyped-def]
         _bf1(F, I, 29),
         _bi1(I, 30),
     )
-    pr = PairArrays(_bi1(I, 24), _bi1(I, 25), _bf1(F, I, 26), _bf2(F, I, 27))
+    pr = PairArrays(_bi1(I, 24), _bi1(I, 25), _bf1(F, I, 26), _bf2(F, I, 27), _bi2(I, 33),
+                    _bf2(F, I, 34), _bf1(F, I, 35))
     return kin, rs, ws, pr
 

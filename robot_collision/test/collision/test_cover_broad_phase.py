@@ -1,7 +1,8 @@
-"""The sphere-cover broad phase changes no verdict: validity with covers against the exact
-narrow phase alone (covers disabled: every pair that survives culling goes to GJK / the closed
-forms), on fixed random configurations of the mesh Panda in MotionBenchMaker scenes and of the
-default arm (capsules, boxes, cylinders) in its demo world."""
+"""The sphere-cover broad phase and the self-pair joint-space tables change no verdict:
+validity with both against the exact narrow phase alone (covers and tables disabled: every pair
+that survives culling goes to GJK / the closed forms), on fixed random configurations of the
+mesh Panda in MotionBenchMaker scenes and of the default arm (capsules, boxes, cylinders) in its
+demo world."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def _exact_and_covered(checker: CollisionChecker, world: list, Q: np.ndarray,
     assert sc.block is None  # these robots run the scalar kernels
     assert (sc.rs.cover_index[:, 1] > 0).all()  # every shape has a cover
     rs0 = sc.rs._replace(cover_index=sc.rs.cover_index * np.array([1, 0, 1, 0]))
-    F0, I0 = pack_scene(checker.robot.kin, rs0, sc.ws, sc.pr)
+    ti0 = sc.pr.tab_i.copy()
+    ti0[:, 0] = -1
+    F0, I0 = pack_scene(checker.robot.kin, rs0, sc.ws, sc.pr._replace(tab_i=ti0))
     exact = np.empty(len(Q), dtype=bool)
     covered = np.empty(len(Q), dtype=bool)
     packed_valid_serial(Q, F0, I0, check_self, exact)
