@@ -119,15 +119,29 @@ def _cover_world(kind, SP, s, cidx, cov, ko, po, P, o, pad):  # type: ignore[no-
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
-def _cover_self(kind, SP, s, t, cidx, cov, pad):  # type: ignore[no-untyped-def]
+def _cover_self(kind, params, SP, s, t, cidx, cov, pad):  # type: ignore[no-untyped-def]
     """:func:`_cover_world` for two robot shapes ``s`` and ``t``: 0 when no outer sphere of
     one comes within ``pad`` of an outer sphere of the other, 1 when two inner spheres do, -1
-    otherwise."""
+    otherwise. Each outer sphere of ``s`` is first tested against the bounding sphere of ``t``
+    (``params[t, 3]`` about :func:`bound_center`), so that far spheres cost one test."""
     if cidx[s, 1] == 0 or cidx[t, 1] == 0:
         return -1
+    if kind[t] == SPHERE:
+        bx, by, bz = SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3]
+    else:
+        bx, by, bz = bound_center(kind[t], params[t], SP[t])
+    rt = params[t, 3] + pad
     near = 0
     for c in range(cidx[s, 0], cidx[s, 0] + cidx[s, 1]):
         x, y, z = _cover_centre(kind, SP, s, cov, c)
+        rb = cov[c, 3] + rt
+        if rb <= 0.0:
+            return -1
+        dx = x - bx
+        dy = y - by
+        dz = z - bz
+        if dx * dx + dy * dy + dz * dz >= rb * rb:
+            continue
         for e in range(cidx[t, 0], cidx[t, 0] + cidx[t, 1]):
             u, v, w = _cover_centre(kind, SP, t, cov, e)
             rr = cov[c, 3] + cov[e, 3] + pad
@@ -549,7 +563,8 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                     else:
                         h = -1
                     if h < 0:
-                        h = _inline_call_or(_cover_self, -1, kind, SP, s, t, cidx, cov, pad)
+                        h = _inline_call_or(_cover_self, -1, kind, params, SP, s, t, cidx, cov,
+                                            pad)
                     if h == 1 or (
                         h < 0
                         and _call_or(
