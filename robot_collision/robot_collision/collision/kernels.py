@@ -105,7 +105,9 @@ def _cover_world(kind, SP, s, cidx, cov, ko, po, P, o, pad):  # type: ignore[no-
         h = _sphere_hits(x, y, z, r, ko, po, P, o)
         if h < 0:
             return -1
-        near += h
+        if h == 1:  # not certainly clear: the inner spheres decide, or the narrow phase
+            near = 1
+            break
     if near == 0:
         return 0
     for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
