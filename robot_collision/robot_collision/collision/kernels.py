@@ -94,8 +94,8 @@ def _cover_world(kind, SP, s, cidx, cov, ko, po, P, o, pad):  # type: ignore[no-
     sphere within ``pad``), 1 = certainly colliding (an inner sphere within ``pad``), -1 =
     inconclusive or not applicable (run the exact narrow phase)."""
     n_out = cidx[s, 1]
-    if n_out == 0 or ko > BOX:
-        return -1
+    if n_out == 0 or ko > BOX or (ko == CAPSULE and kind[s] == CAPSULE):
+        return -1  # (no cover, another kind, or a closed form that is cheaper than covers)
     near = 0
     for c in range(cidx[s, 0], cidx[s, 0] + n_out):
         r = cov[c, 3] + pad
@@ -126,8 +126,8 @@ def _cover_self(kind, params, SP, s, t, cidx, cov, pad):  # type: ignore[no-unty
     one comes within ``pad`` of an outer sphere of the other, 1 when two inner spheres do, -1
     otherwise. Each outer sphere of ``s`` is first tested against the bounding sphere of ``t``
     (``params[t, 3]`` about :func:`bound_center`), so that far spheres cost one test."""
-    if cidx[s, 1] == 0 or cidx[t, 1] == 0:
-        return -1
+    if cidx[s, 1] == 0 or cidx[t, 1] == 0 or (kind[s] <= CAPSULE and kind[t] <= CAPSULE):
+        return -1  # (no cover, or a closed form that is cheaper than covers)
     if kind[t] == SPHERE:
         bx, by, bz = SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3]
     else:
