@@ -14,19 +14,24 @@ at ceil(32 * length) + 1 configurations and checked with ``CollisionChecker.is_v
 configuration in collision between the planner's samples). The planner runs with its default
 ``edge_validation`` ("certified" since issue 23: edges proven free over the whole segment;
 ``bench_certified`` compares it with "discrete" in one run).
+
+``RC_MBM_ROBOT=mesh`` plans with the mesh Panda instead (``panda.urdf``, meshes as convex
+hulls, same SRDF): the issue-22 comparison of a loaded robot with the sphere model; every
+re-check is then exact against the hulls (GJK).
 ``shortened`` reports ``BiRRT.shorten`` (100 iterations): its time and the length ratio.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from typing import Any
 
 import mbm
 import numpy as np
 
-from robot_collision import CollisionChecker, PlanningError
+from robot_collision import CollisionChecker, PlanningError, RobotModel
 from robot_collision.planning.rrt import BiRRT, RRTOptions, path_length
 
 TIME_LIMIT = 1.0
@@ -53,11 +58,20 @@ def _stats(ms: list[float]) -> dict[str, float]:
             "max_ms": round(float(a.max()), 3)}
 
 
+def _robot(name: str) -> RobotModel:
+    if name == "mesh":
+        return RobotModel.from_urdf(mbm.MBM_DIR / "panda.urdf", srdf=mbm.MBM_DIR / "panda.srdf")
+    return mbm.panda()
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     if not mbm.available():
         return {"skipped": f"no problems at {mbm.MBM_DIR}"}
-    robot = mbm.panda()
+    robot_name = os.environ.get("RC_MBM_ROBOT", "sphere")
+    t0 = time.perf_counter()
+    robot = _robot(robot_name)
     checker = CollisionChecker(robot)
+    load_s = time.perf_counter() - t0
     problems = mbm.load_problems()["problems"]
     options = RRTOptions()
     # warm-up: compile (or load) every kernel once
@@ -131,6 +145,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         short_invalid += sinv_set
     return {
         "quick": quick,
+        "robot": robot_name,
+        "load_s": round(load_s, 3),
         "problems": n_valid,
         "skipped_invalid_problems": skipped,
         "success_rate": round(n_ok / max(n_valid, 1), 4),

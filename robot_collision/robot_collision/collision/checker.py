@@ -48,6 +48,7 @@ from .kernels import (
     packed_valid_batch,
     packed_valid_serial,
 )
+from .pair_tables import PairTables, no_pair_tables, pair_tables
 from .results import CheckResult, PairDistances
 from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arrays
 from .scene_packing import pack_scene
@@ -245,11 +246,11 @@ class CollisionChecker:
         hops = _tree_distances(self.robot.kin.parent)
         rank = sorted(range(len(sa)), key=lambda k: hops[sa[k], sb[k]])
         sa, sb, sp = [sa[k] for k in rank], [sb[k] for k in rank], [sp[k] for k in rank]
-        self._self_pairs = (
-            np.asarray(sa, dtype=np.int64),
-            np.asarray(sb, dtype=np.int64),
-            np.asarray(sp, dtype=float),
-        )
+        a_arr, b_arr = np.asarray(sa, dtype=np.int64), np.asarray(sb, dtype=np.int64)
+        # (the 8-lane kernels of sphere robots use no tables)
+        tables = (no_pair_tables(len(a_arr)) if self._block_robot is not None
+                  else pair_tables(self.robot.kin, rs, a_arr, b_arr))
+        self._self_pairs = (a_arr, b_arr, np.asarray(sp, dtype=float), tables)
         self._world_key = None
         self._pairs = None
         self._scene = None
@@ -302,7 +303,8 @@ class CollisionChecker:
 
     def _build(self, objs: list[WorldObject], rs: Optional[RobotArrays],
                block_robot: Optional[BlockRobot],
-               self_pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+               self_pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64],
+                                 PairTables],
                version: int) -> _Scene:
         """The scene for ``objs`` on the robot arrays given (touches no attribute)."""
         ws = world_arrays(objs)
@@ -315,8 +317,8 @@ class CollisionChecker:
             for li, ln in enumerate(self.robot.link_names):
                 for o, on in enumerate(names):
                     wp[li, o] = self._pad(ln, on)
-        sa, sb, sp = self_pairs
-        pairs = PairArrays(sa, sb, sp, wp)
+        sa, sb, sp, tables = self_pairs
+        pairs = PairArrays(sa, sb, sp, wp, *tables)
         assert rs is not None
         F, I = pack_scene(self.robot.kin, rs, ws, pairs)
         block = (block_scene(self.robot.kin, rs, ws, pairs, block_robot)

@@ -24,6 +24,7 @@ from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
 from ..model.kinematics import fk_into
 from .cloud_kernels import cloud_link_hits
+from .pair_tables import TABLE_TOL
 from .scene_packing import pack_scene as pack_scene
 from .scene_packing import unpack_scene as unpack_scene
 from .scene_packing import unpack_scene_borrowed
@@ -69,6 +70,167 @@ def _sphere_hits(cx, cy, cz, r, ko, po, P, o):  # type: ignore[no-untyped-def]
             if e > 0.0:
                 d2 += e * e
         return 1 if d2 < r * r else 0
+    return -1
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _cover_centre(kind, SP, s, cov, c):  # type: ignore[no-untyped-def]
+    """Base-frame centre of cover sphere row ``c`` of shape ``s`` (spheres: centre-only pose,
+    their single cover sphere sits at the shape's origin)."""
+    if kind[s] == SPHERE:
+        return SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
+    x, y, z = cov[c, 0], cov[c, 1], cov[c, 2]
+    return (
+        SP[s, 0, 0] * x + SP[s, 0, 1] * y + SP[s, 0, 2] * z + SP[s, 0, 3],
+        SP[s, 1, 0] * x + SP[s, 1, 1] * y + SP[s, 1, 2] * z + SP[s, 1, 3],
+        SP[s, 2, 0] * x + SP[s, 2, 1] * y + SP[s, 2, 2] * z + SP[s, 2, 3],
+    )
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _cover_world(kind, SP, s, cidx, cov, ko, po, P, o, pad):  # type: ignore[no-untyped-def]
+    """Verdict of the sphere cover of robot shape ``s`` (posed by ``SP[s]``) against world
+    object ``o`` (sphere, capsule or box) with padding ``pad``: 0 = certainly clear (no outer
+    sphere within ``pad``), 1 = certainly colliding (an inner sphere within ``pad``), -1 =
+    inconclusive or not applicable (run the exact narrow phase)."""
+    n_out = cidx[s, 1]
+    if n_out == 0 or ko > BOX or (ko == CAPSULE and kind[s] == CAPSULE):
+        return -1  # (no cover, another kind, or a closed form that is cheaper than covers)
+    near = 0
+    for c in range(cidx[s, 0], cidx[s, 0] + n_out):
+        r = cov[c, 3] + pad
+        if r <= 0.0:
+            return -1
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        h = _sphere_hits(x, y, z, r, ko, po, P, o)
+        if h < 0:
+            return -1
+        if h == 1:  # not certainly clear: the inner spheres decide, or the narrow phase
+            near = 1
+            break
+    if near == 0:
+        return 0
+    for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
+        r = cov[c, 3] + pad
+        if r <= 0.0:
+            continue
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        if _sphere_hits(x, y, z, r, ko, po, P, o) == 1:
+            return 1
+    return -1
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _cover_self(kind, params, SP, s, t, cidx, cov, pad):  # type: ignore[no-untyped-def]
+    """:func:`_cover_world` for two robot shapes ``s`` and ``t``: 0 when no outer sphere of
+    one comes within ``pad`` of an outer sphere of the other, 1 when two inner spheres do, -1
+    otherwise. Each outer sphere of ``s`` is first tested against the bounding sphere of ``t``
+    (``params[t, 3]`` about :func:`bound_center`), so that far spheres cost one test."""
+    if cidx[s, 1] == 0 or cidx[t, 1] == 0 or (kind[s] <= CAPSULE and kind[t] <= CAPSULE):
+        return -1  # (no cover, or a closed form that is cheaper than covers)
+    if kind[t] == SPHERE:
+        bx, by, bz = SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3]
+    else:
+        bx, by, bz = bound_center(kind[t], params[t], SP[t])
+    rt = params[t, 3] + pad
+    near = 0
+    for c in range(cidx[s, 0], cidx[s, 0] + cidx[s, 1]):
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        rb = cov[c, 3] + rt
+        if rb <= 0.0:
+            return -1
+        dx = x - bx
+        dy = y - by
+        dz = z - bz
+        if dx * dx + dy * dy + dz * dz >= rb * rb:
+            continue
+        for e in range(cidx[t, 0], cidx[t, 0] + cidx[t, 1]):
+            u, v, w = _cover_centre(kind, SP, t, cov, e)
+            rr = cov[c, 3] + cov[e, 3] + pad
+            if rr <= 0.0:
+                return -1
+            dx = x - u
+            dy = y - v
+            dz = z - w
+            near += dx * dx + dy * dy + dz * dz < rr * rr
+        if near:
+            break
+    if near == 0:
+        return 0
+    for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
+        x, y, z = _cover_centre(kind, SP, s, cov, c)
+        for e in range(cidx[t, 2], cidx[t, 2] + cidx[t, 3]):
+            u, v, w = _cover_centre(kind, SP, t, cov, e)
+            rr = cov[c, 3] + cov[e, 3] + pad
+            if rr <= 0.0:
+                continue
+            dx = x - u
+            dy = y - v
+            dz = z - w
+            if dx * dx + dy * dy + dz * dz < rr * rr:
+                return 1
+    return -1
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _joint_angle(T, p, c, tf, k, base):  # type: ignore[no-untyped-def]
+    """Angle (rad, in [-pi, pi]) of the revolute joint between links ``p`` (parent) and ``c``
+    from their poses: ``Rot = O^T R_p^T R_c`` with ``O`` the joint origin's rotation
+    (``tf[k, base:base + 9]``, row-major) and unit axis ``u`` (``tf[k, base + 9:base + 12]``)."""
+    m00 = T[p, 0, 0] * T[c, 0, 0] + T[p, 1, 0] * T[c, 1, 0] + T[p, 2, 0] * T[c, 2, 0]
+    m01 = T[p, 0, 0] * T[c, 0, 1] + T[p, 1, 0] * T[c, 1, 1] + T[p, 2, 0] * T[c, 2, 1]
+    m02 = T[p, 0, 0] * T[c, 0, 2] + T[p, 1, 0] * T[c, 1, 2] + T[p, 2, 0] * T[c, 2, 2]
+    m10 = T[p, 0, 1] * T[c, 0, 0] + T[p, 1, 1] * T[c, 1, 0] + T[p, 2, 1] * T[c, 2, 0]
+    m11 = T[p, 0, 1] * T[c, 0, 1] + T[p, 1, 1] * T[c, 1, 1] + T[p, 2, 1] * T[c, 2, 1]
+    m12 = T[p, 0, 1] * T[c, 0, 2] + T[p, 1, 1] * T[c, 1, 2] + T[p, 2, 1] * T[c, 2, 2]
+    m20 = T[p, 0, 2] * T[c, 0, 0] + T[p, 1, 2] * T[c, 1, 0] + T[p, 2, 2] * T[c, 2, 0]
+    m21 = T[p, 0, 2] * T[c, 0, 1] + T[p, 1, 2] * T[c, 1, 1] + T[p, 2, 2] * T[c, 2, 1]
+    m22 = T[p, 0, 2] * T[c, 0, 2] + T[p, 1, 2] * T[c, 1, 2] + T[p, 2, 2] * T[c, 2, 2]
+    o = base
+    # Rot[i, j] = sum_r O[r, i] M[r, j]
+    r00 = tf[k, o + 0] * m00 + tf[k, o + 3] * m10 + tf[k, o + 6] * m20
+    r11 = tf[k, o + 1] * m01 + tf[k, o + 4] * m11 + tf[k, o + 7] * m21
+    r22 = tf[k, o + 2] * m02 + tf[k, o + 5] * m12 + tf[k, o + 8] * m22
+    r01 = tf[k, o + 0] * m01 + tf[k, o + 3] * m11 + tf[k, o + 6] * m21
+    r10 = tf[k, o + 1] * m00 + tf[k, o + 4] * m10 + tf[k, o + 7] * m20
+    r02 = tf[k, o + 0] * m02 + tf[k, o + 3] * m12 + tf[k, o + 6] * m22
+    r20 = tf[k, o + 2] * m00 + tf[k, o + 5] * m10 + tf[k, o + 8] * m20
+    r12 = tf[k, o + 1] * m02 + tf[k, o + 4] * m12 + tf[k, o + 7] * m22
+    r21 = tf[k, o + 2] * m01 + tf[k, o + 5] * m11 + tf[k, o + 8] * m21
+    s = 0.5 * (tf[k, o + 9] * (r21 - r12) + tf[k, o + 10] * (r02 - r20)
+               + tf[k, o + 11] * (r10 - r01))
+    return np.arctan2(s, 0.5 * (r00 + r11 + r22 - 1.0))
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _table_cell(theta, N):  # type: ignore[no-untyped-def]
+    i = int((theta + np.pi) * (N / (2.0 * np.pi)))
+    if i < 0:
+        i = 0
+    elif i >= N:
+        i = N - 1
+    return i
+
+
+@njit(cache=True, fastmath=True, boundscheck=False)
+def _table_verdict(T, k, ti, tf, data, pad):  # type: ignore[no-untyped-def]
+    """Verdict of self pair ``k``'s joint-space table (:mod:`.pair_tables`) at link poses
+    ``T``: 0 = certainly clear, 1 = certainly colliding, -1 = no table or inconclusive."""
+    off = ti[k, 0]
+    if off < 0:
+        return -1
+    N1 = ti[k, 1]
+    N2 = ti[k, 2]
+    i1 = _table_cell(_joint_angle(T, ti[k, 3], ti[k, 4], tf, k, 0), N1)
+    i2 = 0
+    if ti[k, 6] >= 0:
+        i2 = _table_cell(_joint_angle(T, ti[k, 5], ti[k, 6], tf, k, 12), N2)
+    d = data[off + i1 * N2 + i2]
+    slack = tf[k, 24] + TABLE_TOL
+    if d - slack >= pad:
+        return 0
+    if d + slack < pad:
+        return 1
     return -1
 
 
@@ -202,11 +364,13 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
     vstart, vcount, verts = rs.vstart, rs.vcount, rs.verts
     bcen, brad = rs.bound_center, rs.bound_radius
+    cidx, cov = rs.cover_index, rs.cover
     wkind, wparams, wpose = ws.kind, ws.params, ws.pose
     wvstart, wvcount, wverts = ws.vstart, ws.vcount, ws.verts
     wbox = ws.box
     wcloud, wcf, wci = ws.cloud, ws.cloud_f, ws.cloud_i
     world_pad, self_a, self_b, self_pad = pr.world_pad, pr.self_a, pr.self_b, pr.self_pad
+    tab_i, tab_f, tab_d = pr.tab_i, pr.tab_f, pr.tab_data
     L = link_start.shape[0] - 1
     for l in range(L):
         ready[l] = False  # shape poses are computed per link on first use
@@ -301,7 +465,10 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                         s,
                     )
                 else:
-                    h = -1
+                    h = _inline_call_or(
+                        _cover_world, -1, kind, SP, s, cidx, cov, wkind[o], wparams, wpose, o,
+                        pad,
+                    )
                 if h == 1 or (
                     h < 0
                     and _call_or(
@@ -343,6 +510,12 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             rr = brad[a] + rb + pad
             if dx * dx + dy * dy + dz * dz >= rr * rr:
                 continue
+            v = _inline_call_or(_table_verdict, -1, T, k, tab_i, tab_f, tab_d, pad)
+            if v == 0:
+                continue
+            if v == 1:
+                ok = False
+                break
             if not ready[a]:
                 ok = ok and _inline_call_or(
                     link_shape_poses, False, a, T, link_start, kind, local, SP
@@ -391,6 +564,9 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
                         )
                     else:
                         h = -1
+                    if h < 0:
+                        h = _inline_call_or(_cover_self, -1, kind, params, SP, s, t, cidx, cov,
+                                            pad)
                     if h == 1 or (
                         h < 0
                         and _call_or(
@@ -427,6 +603,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         T.shape[0] + SP.shape[0] + ready.shape[0] + buf.shape[0] + cen.shape[0]
         + link_start.shape[0] + kind.shape[0] + params.shape[0] + local.shape[0]
         + vstart.shape[0] + vcount.shape[0] + verts.shape[0] + bcen.shape[0] + brad.shape[0]
+        + cidx.shape[0] + cov.shape[0] + tab_i.shape[0] + tab_f.shape[0] + tab_d.shape[0]
         + wkind.shape[0] + wparams.shape[0] + wpose.shape[0] + wvstart.shape[0]
         + wvcount.shape[0] + wverts.shape[0] + wbox.shape[0]
         + wcloud.shape[0] + wcf.shape[0] + wci.shape[0]

@@ -15,8 +15,10 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import ShapeError
 from ..geometry.point_cloud import PointCloud
 from ..geometry.shapes import Shape, WorldObject
+from ..geometry.sphere_cover import sphere_cover
 from ..model.robot_model import RobotModel
 
 __all__ = ["RobotArrays", "WorldArrays", "PairArrays", "robot_arrays", "world_arrays"]
@@ -35,6 +37,10 @@ class RobotArrays(NamedTuple):
     link_start: NDArray[np.int64]  # (L + 1,)
     bound_center: NDArray[np.float64]  # (L, 3) link frame
     bound_radius: NDArray[np.float64]  # (L,) -1 when the link has no shapes
+    # sphere covers (geometry.sphere_cover), shape-local: per shape (outer start, outer count,
+    # inner start, inner count) into ``cover`` rows (x, y, z, r)
+    cover_index: NDArray[np.int64]  # (S, 4)
+    cover: NDArray[np.float64]  # (C, 4)
 
 
 class WorldArrays(NamedTuple):
@@ -65,6 +71,10 @@ class PairArrays(NamedTuple):
     self_b: NDArray[np.int64]  # (K,)
     self_pad: NDArray[np.float64]  # (K,)
     world_pad: NDArray[np.float64]  # (L, W) padding of (link, world object)
+    # joint-space distance tables of the self pairs (collision.pair_tables.PairTables)
+    tab_i: NDArray[np.int64]  # (K, 8)
+    tab_f: NDArray[np.float64]  # (K, 28)
+    tab_data: NDArray[np.float64]  # (D,)
 
 
 def _bound(
@@ -93,11 +103,23 @@ def robot_arrays(robot: RobotModel) -> RobotArrays:
     bc = np.zeros((L, 3))
     br = np.full(L, -1.0)
     nv = 0
+    cover_index: list[tuple[int, int, int, int]] = []
+    cover: list[NDArray[np.float64]] = []
+    nc = 0
     for li, name in enumerate(robot.link_names):
         shapes = robot.collision_geometry(name)
         link_start[li] = len(kind)
         for shape, pose in shapes:
             v = shape.kernel_vertices()
+            try:
+                cov = sphere_cover(shape)
+            except ShapeError:  # no cover (e.g. a flat mesh): the exact narrow phase only
+                cover_index.append((nc, 0, nc, 0))
+            else:
+                no, ni = len(cov.outer), len(cov.inner)
+                cover_index.append((nc, no, nc + no, ni))
+                cover += [cov.outer, cov.inner]
+                nc += no + ni
             link.append(li)
             kind.append(shape.kind)
             params.append(shape.params())
@@ -120,6 +142,8 @@ def robot_arrays(robot: RobotModel) -> RobotArrays:
         link_start,
         bc,
         br,
+        np.asarray(cover_index, dtype=np.int64).reshape(S, 4),
+        np.ascontiguousarray(np.concatenate(cover) if cover else np.zeros((0, 4))).reshape(-1, 4),
     )
 
 

@@ -49,6 +49,11 @@ _FIELDS = (
     (2, 7, 2, True),
     (2, 8, 1, False),
     (2, 9, 1, True),
+    (1, 10, 2, True),
+    (1, 11, 2, False),
+    (3, 4, 2, True),
+    (3, 5, 2, False),
+    (3, 6, 1, False),
 )
 _HEADER = 4 * len(_FIELDS)
 
@@ -122,6 +127,8 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _i1(I, 14),
         _f2(F, I, 15),
         _f1(F, I, 16),
+        _i2(I, 31),
+        _f2(F, I, 32),
     )
     ws = WorldArrays(
         _i1(I, 17),
@@ -135,7 +142,8 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _f1(F, I, 29),
         _i1(I, 30),
     )
-    pr = PairArrays(_i1(I, 24), _i1(I, 25), _f1(F, I, 26), _f2(F, I, 27))
+    pr = PairArrays(_i1(I, 24), _i1(I, 25), _f1(F, I, 26), _f2(F, I, 27), _i2(I, 33),
+                    _f2(F, I, 34), _f1(F, I, 35))
     return kin, rs, ws, pr
 
 
@@ -185,6 +193,8 @@ def unpack_scene_borrowed(F, I):  # type: ignore[no-untyped-def]
         _bi1(I, 14),
         _bf2(F, I, 15),
         _bf1(F, I, 16),
+        _bi2(I, 31),
+        _bf2(F, I, 32),
     )
     ws = WorldArrays(
         _bi1(I, 17),
@@ -198,6 +208,7 @@ def unpack_scene_borrowed(F, I):  # type: ignore[no-untyped-def]
         _bf1(F, I, 29),
         _bi1(I, 30),
     )
-    pr = PairArrays(_bi1(I, 24), _bi1(I, 25), _bf1(F, I, 26), _bf2(F, I, 27))
+    pr = PairArrays(_bi1(I, 24), _bi1(I, 25), _bf1(F, I, 26), _bf2(F, I, 27), _bi2(I, 33),
+                    _bf2(F, I, 34), _bf1(F, I, 35))
     return kin, rs, ws, pr
 
