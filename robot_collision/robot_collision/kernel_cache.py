@@ -1,0 +1,98 @@
+"""Numba's cached kernels are dropped when any source file of the package changed.
+
+numba checks a cached function against its *own* source file only (numba >= 0.63: a hash of
+that file). Our kernels inline functions of other modules (``rrt_kernels`` calls
+``collision.kernels``): after an upgrade that changes ``kernels.py`` but not
+``rrt_kernels.py`` (``git pull`` + ``colcon build``, a package upgrade that keeps a file's
+``__pycache__``), the planner would load its old compiled code, with the old collision
+kernels inlined, and give the old verdicts without a word (measured: a changed ``kernels.py``
+was ignored by the planner until the cache files were deleted).
+
+:func:`drop_stale_kernel_caches` (run once when the package is imported, before any kernel is
+compiled or loaded) hashes the contents of every ``.py`` file of the package (~3 ms) and keeps
+that digest in a stamp file in each cache folder numba uses for the package's folders (the
+folder's ``__pycache__``, or the user-wide / ``NUMBA_CACHE_DIR`` one where that is not
+writable, found with numba's own locators); where the stamp differs, the folder's
+``.nbi`` / ``.nbc`` files are deleted first. Several processes starting at once may each
+delete: harmless (a deleted cache is compiled again). Set ``ROBOT_COLLISION_KEEP_KERNEL_CACHE=1``
+to skip the check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import types
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["STAMP_NAME", "drop_stale_kernel_caches", "sources_digest"]
+
+STAMP_NAME = "robot_collision-sources.sha256"
+"""The stamp file kept next to the cached kernels of each package folder."""
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def sources_digest(package_dir: Path = _PACKAGE_DIR) -> str:
+    """sha256 over the relative paths and contents of every ``.py`` file below
+    ``package_dir`` (sorted)."""
+    h = hashlib.sha256()
+    for path in sorted(package_dir.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        h.update(str(path.relative_to(package_dir)).encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _cache_folder(py_file: Path) -> Optional[Path]:
+    """The folder numba caches ``py_file``'s functions in (its own choice of locator), or None
+    when numba's internals differ from what this was written against."""
+    try:
+        from numba.core.caching import CompileResultCacheImpl
+
+        def probe() -> None:  # pragma: no cover - never called
+            pass
+
+        fn = types.FunctionType(probe.__code__.replace(co_filename=str(py_file)), {}, "probe")
+        return Path(CompileResultCacheImpl(fn).locator.get_cache_path())
+    except Exception:  # another numba: leave its caches alone
+        return None
+
+
+def drop_stale_kernel_caches(package_dir: Path = _PACKAGE_DIR) -> list[Path]:
+    """Delete the cached kernels of the package's folders whose stamp is not the current
+    sources digest, and stamp them; returns the folders cleared. Never raises."""
+    if os.environ.get("ROBOT_COLLISION_KEEP_KERNEL_CACHE", "") not in ("", "0"):
+        return []
+    cleared: list[Path] = []
+    try:
+        digest = sources_digest(package_dir)
+        folders = {p.parent for p in package_dir.rglob("*.py") if "__pycache__" not in p.parts}
+        for folder in sorted(folders):
+            py_file = next(iter(sorted(folder.glob("*.py"))), None)
+            cache = _cache_folder(py_file) if py_file is not None else None
+            if cache is None or not cache.is_dir():
+                continue
+            stamp = cache / STAMP_NAME
+            try:
+                if stamp.read_text(encoding="ascii").strip() == digest:
+                    continue
+            except OSError:
+                pass
+            try:
+                for f in list(cache.iterdir()):
+                    if f.suffix in (".nbi", ".nbc"):
+                        f.unlink(missing_ok=True)
+                tmp = cache / f"{STAMP_NAME}.{os.getpid()}"
+                tmp.write_text(digest + "\n", encoding="ascii")
+                os.replace(tmp, stamp)
+                cleared.append(cache)
+            except OSError:
+                continue  # read-only: numba cannot write there either
+    except Exception:  # the check must never keep the package from loading
+        return cleared
+    return cleared

@@ -1,0 +1,80 @@
+"""Cached kernels go when any package source changes (numba checks only a kernel's own file)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from robot_collision.kernel_cache import STAMP_NAME, drop_stale_kernel_caches, sources_digest
+
+
+def _package(tmp: Path) -> Path:
+    """A two-module package: ``outer.run`` (cached) inlines ``inner.value``."""
+    pkg = tmp / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "inner.py").write_text(textwrap.dedent("""
+        from numba import njit
+
+        @njit(cache=True)
+        def value():
+            return 1
+    """))
+    (pkg / "outer.py").write_text(textwrap.dedent("""
+        from numba import njit
+        from .sub.inner import value
+
+        @njit(cache=True)
+        def run():
+            return value() + 10
+    """))
+    return pkg
+
+
+def _run(tmp: Path, drop: bool) -> int:
+    lines = ["import sys", "from pathlib import Path",
+             "from robot_collision.kernel_cache import drop_stale_kernel_caches"]
+    if drop:
+        lines.append("drop_stale_kernel_caches(Path(sys.argv[1]) / 'pkg')")
+    lines += ["from pkg.outer import run", "print(run())"]
+    code = "\n".join(lines)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), *sys.path])}
+    env.pop("NUMBA_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp)], env=env, check=True,
+                         capture_output=True, text=True, timeout=300)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_change_in_an_inlined_module_reaches_its_caller(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    assert _run(tmp_path, drop=True) == 11
+    assert list((pkg / "__pycache__").glob("outer.run-*.nbi"))
+    (pkg / "sub" / "inner.py").write_text((pkg / "sub" / "inner.py").read_text()
+                                          .replace("return 1", "return 2"))
+    # numba alone keeps the caller's cached code (the reason for kernel_cache) ...
+    assert _run(tmp_path, drop=False) == 11
+    # ... the check drops it
+    assert _run(tmp_path, drop=True) == 12
+    assert (pkg / "__pycache__" / STAMP_NAME).read_text().strip() == sources_digest(pkg)
+
+
+def test_unchanged_sources_keep_the_cache(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    assert _run(tmp_path, drop=True) == 11
+    cached = sorted((pkg / "__pycache__").glob("*.nb*"))
+    assert cached
+    assert drop_stale_kernel_caches(pkg) == []
+    assert sorted((pkg / "__pycache__").glob("*.nb*")) == cached
+
+
+def test_digest_covers_contents_and_names(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    d0 = sources_digest(pkg)
+    (pkg / "outer.py").write_text((pkg / "outer.py").read_text() + "\n")
+    d1 = sources_digest(pkg)
+    (pkg / "outer.py").rename(pkg / "outer2.py")
+    assert len({d0, d1, sources_digest(pkg)}) == 3
