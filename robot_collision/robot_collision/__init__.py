@@ -18,10 +18,6 @@ from ._compat import check_versions as _check_versions
 
 _check_versions()  # missing or unusable numpy / numba / scipy / lxml: ImportError with the fix
 
-from .kernel_cache import drop_stale_kernel_caches as _drop_stale_kernel_caches  # noqa: E402
-
-_drop_stale_kernel_caches()  # cached kernels of other sources (an upgrade): compiled again
-
 from .errors import (  # noqa: E402
     ConfigurationError,
     GoalInCollisionError,

@@ -8,14 +8,15 @@ that file). Our kernels inline functions of other modules (``rrt_kernels`` calls
 kernels inlined, and give the old verdicts without a word (measured: a changed ``kernels.py``
 was ignored by the planner until the cache files were deleted).
 
-:func:`drop_stale_kernel_caches` (run once when the package is imported, before any kernel is
-compiled or loaded) hashes the contents of every ``.py`` file of the package (~3 ms) and keeps
-that digest in a stamp file in each cache folder numba uses for the package's folders (the
+:func:`ensure_fresh_kernel_caches` runs once per process, from the ``__init__`` of every
+subpackage that holds kernels (so before any kernel is compiled or loaded; not from the package
+facade, which must stay free of numpy/numba for the nodes' stop handlers). It calls
+:func:`drop_stale_kernel_caches`: a hash of the contents of every ``.py`` file of the package
+(~3 ms), kept in a stamp file in each cache folder numba uses for the package's folders (the
 folder's ``__pycache__``, or the user-wide / ``NUMBA_CACHE_DIR`` one where that is not
-writable, found with numba's own locators); where the stamp differs, the folder's
-``.nbi`` / ``.nbc`` files are deleted first. Several processes starting at once may each
-delete: harmless (a deleted cache is compiled again). Set ``ROBOT_COLLISION_KEEP_KERNEL_CACHE=1``
-to skip the check.
+writable, found with numba's own locators); where the stamp differs, the folder's ``.nbi`` /
+``.nbc`` files are deleted first. Several processes starting at once may each delete: harmless
+(a deleted cache is compiled again). ``ROBOT_COLLISION_KEEP_KERNEL_CACHE=1`` skips the check.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ import types
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["STAMP_NAME", "drop_stale_kernel_caches", "sources_digest"]
+__all__ = ["STAMP_NAME", "drop_stale_kernel_caches", "ensure_fresh_kernel_caches",
+           "sources_digest"]
 
 STAMP_NAME = "robot_collision-sources.sha256"
 """The stamp file kept next to the cached kernels of each package folder."""
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+_CHECKED: list[bool] = []
 
 
 def sources_digest(package_dir: Path = _PACKAGE_DIR) -> str:
@@ -96,3 +99,11 @@ def drop_stale_kernel_caches(package_dir: Path = _PACKAGE_DIR) -> list[Path]:
     except Exception:  # the check must never keep the package from loading
         return cleared
     return cleared
+
+
+def ensure_fresh_kernel_caches() -> None:
+    """:func:`drop_stale_kernel_caches` for the package, the first time it is called in this
+    process."""
+    if not _CHECKED:
+        _CHECKED.append(True)
+        drop_stale_kernel_caches()

@@ -6,3 +6,7 @@ the compiled validity/distance kernels (:mod:`.kernels`), :class:`~.checker.Coll
 Jacobians (:mod:`.clearance`). May import the model and geometry layers and the foundation
 modules; never planning, control or ROS.
 """
+
+from ..kernel_cache import ensure_fresh_kernel_caches
+
+ensure_fresh_kernel_caches()  # before any of this layer's kernels loads from the cache

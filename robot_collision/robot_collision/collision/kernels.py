@@ -18,7 +18,7 @@ from numba import njit, prange
 from ..geometry.cloud_index import cloud_ball_free, cloud_distance
 from ..geometry.distance import bound_center, shape_distance, shape_overlap
 from ..geometry.point_cloud import POINT_CLOUD
-from ..geometry.shapes import BOX, CAPSULE, SPHERE
+from ..geometry.shapes import BOX, CAPSULE, MESH, SPHERE
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
@@ -73,18 +73,9 @@ def _sphere_hits(cx, cy, cz, r, ko, po, P, o):  # type: ignore[no-untyped-def]
     return -1
 
 
-@njit(cache=True, fastmath=True, boundscheck=False)
-def _cover_centre(kind, SP, s, cov, c):  # type: ignore[no-untyped-def]
-    """Base-frame centre of cover sphere row ``c`` of shape ``s`` (spheres: centre-only pose,
-    their single cover sphere sits at the shape's origin)."""
-    if kind[s] == SPHERE:
-        return SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
-    x, y, z = cov[c, 0], cov[c, 1], cov[c, 2]
-    return (
-        SP[s, 0, 0] * x + SP[s, 0, 1] * y + SP[s, 0, 2] * z + SP[s, 0, 3],
-        SP[s, 1, 0] * x + SP[s, 1, 1] * y + SP[s, 1, 2] * z + SP[s, 1, 3],
-        SP[s, 2, 0] * x + SP[s, 2, 1] * y + SP[s, 2, 2] * z + SP[s, 2, 3],
-    )
+# The cover and table helpers below are inlined into _valid_at (``inline_call_or``): each has a
+# single exit, calls helpers holding arrays only through ``inline_call_or`` and uses every array
+# at its end, so that no reference counting is left in the validity kernel (see jitcall).
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -92,32 +83,51 @@ def _cover_world(kind, SP, s, cidx, cov, ko, po, P, o, pad):  # type: ignore[no-
     """Verdict of the sphere cover of robot shape ``s`` (posed by ``SP[s]``) against world
     object ``o`` (sphere, capsule or box) with padding ``pad``: 0 = certainly clear (no outer
     sphere within ``pad``), 1 = certainly colliding (an inner sphere within ``pad``), -1 =
-    inconclusive or not applicable (run the exact narrow phase)."""
+    inconclusive or not applicable (run the exact narrow phase). A sphere shape's single cover
+    sphere sits at its origin (its pose holds only the centre)."""
+    res = -1
     n_out = cidx[s, 1]
-    if n_out == 0 or ko > BOX or (ko == CAPSULE and kind[s] == CAPSULE):
-        return -1  # (no cover, another kind, or a closed form that is cheaper than covers)
-    near = 0
-    for c in range(cidx[s, 0], cidx[s, 0] + n_out):
-        r = cov[c, 3] + pad
-        if r <= 0.0:
-            return -1
-        x, y, z = _cover_centre(kind, SP, s, cov, c)
-        h = _sphere_hits(x, y, z, r, ko, po, P, o)
-        if h < 0:
-            return -1
-        if h == 1:  # not certainly clear: the inner spheres decide, or the narrow phase
-            near = 1
-            break
-    if near == 0:
-        return 0
-    for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
-        r = cov[c, 3] + pad
-        if r <= 0.0:
-            continue
-        x, y, z = _cover_centre(kind, SP, s, cov, c)
-        if _sphere_hits(x, y, z, r, ko, po, P, o) == 1:
-            return 1
-    return -1
+    if not (n_out == 0 or ko > BOX or (ko == CAPSULE and kind[s] == CAPSULE)):
+        sph = kind[s] == SPHERE
+        near = 0
+        bad = False
+        for c in range(cidx[s, 0], cidx[s, 0] + n_out):
+            r = cov[c, 3] + pad
+            if r <= 0.0:
+                bad = True
+                break
+            x, y, z = SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
+            if not sph:
+                a, b, d = cov[c, 0], cov[c, 1], cov[c, 2]
+                x += SP[s, 0, 0] * a + SP[s, 0, 1] * b + SP[s, 0, 2] * d
+                y += SP[s, 1, 0] * a + SP[s, 1, 1] * b + SP[s, 1, 2] * d
+                z += SP[s, 2, 0] * a + SP[s, 2, 1] * b + SP[s, 2, 2] * d
+            h = _inline_call_or(_sphere_hits, -1, x, y, z, r, ko, po, P, o)
+            if h < 0:
+                bad = True
+                break
+            if h == 1:  # not certainly clear: the inner spheres decide, or the narrow phase
+                near = 1
+                break
+        if not bad:
+            if near == 0:
+                res = 0
+            else:
+                for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
+                    r = cov[c, 3] + pad
+                    if r <= 0.0:
+                        continue
+                    x, y, z = SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
+                    if not sph:
+                        a, b, d = cov[c, 0], cov[c, 1], cov[c, 2]
+                        x += SP[s, 0, 0] * a + SP[s, 0, 1] * b + SP[s, 0, 2] * d
+                        y += SP[s, 1, 0] * a + SP[s, 1, 1] * b + SP[s, 1, 2] * d
+                        z += SP[s, 2, 0] * a + SP[s, 2, 1] * b + SP[s, 2, 2] * d
+                    if _inline_call_or(_sphere_hits, -1, x, y, z, r, ko, po, P, o) == 1:
+                        res = 1
+                        break
+    held = kind.shape[0] + SP.shape[0] + cidx.shape[0] + cov.shape[0] + po.shape[0] + P.shape[0]
+    return res if held >= 0 else -1
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -126,50 +136,85 @@ def _cover_self(kind, params, SP, s, t, cidx, cov, pad):  # type: ignore[no-unty
     one comes within ``pad`` of an outer sphere of the other, 1 when two inner spheres do, -1
     otherwise. Each outer sphere of ``s`` is first tested against the bounding sphere of ``t``
     (``params[t, 3]`` about :func:`bound_center`), so that far spheres cost one test."""
-    if cidx[s, 1] == 0 or cidx[t, 1] == 0 or (kind[s] <= CAPSULE and kind[t] <= CAPSULE):
-        return -1  # (no cover, or a closed form that is cheaper than covers)
-    if kind[t] == SPHERE:
+    res = -1
+    if not (cidx[s, 1] == 0 or cidx[t, 1] == 0 or (kind[s] <= CAPSULE and kind[t] <= CAPSULE)):
+        sph_s = kind[s] == SPHERE
+        sph_t = kind[t] == SPHERE
+        # bound_center(kind[t], params[t], SP[t]) without the row views: a mesh's box centre
+        # params[t, :3] posed, else the shape's origin
         bx, by, bz = SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3]
-    else:
-        bx, by, bz = bound_center(kind[t], params[t], SP[t])
-    rt = params[t, 3] + pad
-    near = 0
-    for c in range(cidx[s, 0], cidx[s, 0] + cidx[s, 1]):
-        x, y, z = _cover_centre(kind, SP, s, cov, c)
-        rb = cov[c, 3] + rt
-        if rb <= 0.0:
-            return -1
-        dx = x - bx
-        dy = y - by
-        dz = z - bz
-        if dx * dx + dy * dy + dz * dz >= rb * rb:
-            continue
-        for e in range(cidx[t, 0], cidx[t, 0] + cidx[t, 1]):
-            u, v, w = _cover_centre(kind, SP, t, cov, e)
-            rr = cov[c, 3] + cov[e, 3] + pad
-            if rr <= 0.0:
-                return -1
-            dx = x - u
-            dy = y - v
-            dz = z - w
-            near += dx * dx + dy * dy + dz * dz < rr * rr
-        if near:
-            break
-    if near == 0:
-        return 0
-    for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
-        x, y, z = _cover_centre(kind, SP, s, cov, c)
-        for e in range(cidx[t, 2], cidx[t, 2] + cidx[t, 3]):
-            u, v, w = _cover_centre(kind, SP, t, cov, e)
-            rr = cov[c, 3] + cov[e, 3] + pad
-            if rr <= 0.0:
+        if kind[t] == MESH:
+            a, b, d = params[t, 0], params[t, 1], params[t, 2]
+            bx += SP[t, 0, 0] * a + SP[t, 0, 1] * b + SP[t, 0, 2] * d
+            by += SP[t, 1, 0] * a + SP[t, 1, 1] * b + SP[t, 1, 2] * d
+            bz += SP[t, 2, 0] * a + SP[t, 2, 1] * b + SP[t, 2, 2] * d
+        rt = params[t, 3] + pad
+        near = 0
+        bad = False
+        for c in range(cidx[s, 0], cidx[s, 0] + cidx[s, 1]):
+            x, y, z = SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
+            if not sph_s:
+                a, b, d = cov[c, 0], cov[c, 1], cov[c, 2]
+                x += SP[s, 0, 0] * a + SP[s, 0, 1] * b + SP[s, 0, 2] * d
+                y += SP[s, 1, 0] * a + SP[s, 1, 1] * b + SP[s, 1, 2] * d
+                z += SP[s, 2, 0] * a + SP[s, 2, 1] * b + SP[s, 2, 2] * d
+            rb = cov[c, 3] + rt
+            if rb <= 0.0:
+                bad = True
+                break
+            dx = x - bx
+            dy = y - by
+            dz = z - bz
+            if dx * dx + dy * dy + dz * dz >= rb * rb:
                 continue
-            dx = x - u
-            dy = y - v
-            dz = z - w
-            if dx * dx + dy * dy + dz * dz < rr * rr:
-                return 1
-    return -1
+            for e in range(cidx[t, 0], cidx[t, 0] + cidx[t, 1]):
+                u, v, w = SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3]
+                if not sph_t:
+                    a, b, d = cov[e, 0], cov[e, 1], cov[e, 2]
+                    u += SP[t, 0, 0] * a + SP[t, 0, 1] * b + SP[t, 0, 2] * d
+                    v += SP[t, 1, 0] * a + SP[t, 1, 1] * b + SP[t, 1, 2] * d
+                    w += SP[t, 2, 0] * a + SP[t, 2, 1] * b + SP[t, 2, 2] * d
+                rr = cov[c, 3] + cov[e, 3] + pad
+                if rr <= 0.0:
+                    bad = True
+                    break
+                dx = x - u
+                dy = y - v
+                dz = z - w
+                near += dx * dx + dy * dy + dz * dz < rr * rr
+            if near or bad:
+                break
+        if not bad:
+            if near == 0:
+                res = 0
+            else:
+                for c in range(cidx[s, 2], cidx[s, 2] + cidx[s, 3]):
+                    x, y, z = SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3]
+                    if not sph_s:
+                        a, b, d = cov[c, 0], cov[c, 1], cov[c, 2]
+                        x += SP[s, 0, 0] * a + SP[s, 0, 1] * b + SP[s, 0, 2] * d
+                        y += SP[s, 1, 0] * a + SP[s, 1, 1] * b + SP[s, 1, 2] * d
+                        z += SP[s, 2, 0] * a + SP[s, 2, 1] * b + SP[s, 2, 2] * d
+                    for e in range(cidx[t, 2], cidx[t, 2] + cidx[t, 3]):
+                        u, v, w = SP[t, 0, 3], SP[t, 1, 3], SP[t, 2, 3]
+                        if not sph_t:
+                            a, b, d = cov[e, 0], cov[e, 1], cov[e, 2]
+                            u += SP[t, 0, 0] * a + SP[t, 0, 1] * b + SP[t, 0, 2] * d
+                            v += SP[t, 1, 0] * a + SP[t, 1, 1] * b + SP[t, 1, 2] * d
+                            w += SP[t, 2, 0] * a + SP[t, 2, 1] * b + SP[t, 2, 2] * d
+                        rr = cov[c, 3] + cov[e, 3] + pad
+                        if rr <= 0.0:
+                            continue
+                        dx = x - u
+                        dy = y - v
+                        dz = z - w
+                        if dx * dx + dy * dy + dz * dz < rr * rr:
+                            res = 1
+                            break
+                    if res == 1:
+                        break
+    held = kind.shape[0] + params.shape[0] + SP.shape[0] + cidx.shape[0] + cov.shape[0]
+    return res if held >= 0 else -1
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
@@ -216,22 +261,27 @@ def _table_cell(theta, N):  # type: ignore[no-untyped-def]
 def _table_verdict(T, k, ti, tf, data, pad):  # type: ignore[no-untyped-def]
     """Verdict of self pair ``k``'s joint-space table (:mod:`.pair_tables`) at link poses
     ``T``: 0 = certainly clear, 1 = certainly colliding, -1 = no table or inconclusive."""
+    res = -1
     off = ti[k, 0]
-    if off < 0:
-        return -1
-    N1 = ti[k, 1]
-    N2 = ti[k, 2]
-    i1 = _table_cell(_joint_angle(T, ti[k, 3], ti[k, 4], tf, k, 0), N1)
-    i2 = 0
-    if ti[k, 6] >= 0:
-        i2 = _table_cell(_joint_angle(T, ti[k, 5], ti[k, 6], tf, k, 12), N2)
-    d = data[off + i1 * N2 + i2]
-    slack = tf[k, 24] + TABLE_TOL
-    if d - slack >= pad:
-        return 0
-    if d + slack < pad:
-        return 1
-    return -1
+    if off >= 0:
+        N1 = ti[k, 1]
+        N2 = ti[k, 2]
+        # (a failed call gives 1e9: not an angle, so no verdict)
+        a1 = _inline_call_or(_joint_angle, 1e9, T, ti[k, 3], ti[k, 4], tf, k, 0)
+        a2 = 0.0
+        if ti[k, 6] >= 0:
+            a2 = _inline_call_or(_joint_angle, 1e9, T, ti[k, 5], ti[k, 6], tf, k, 12)
+        if abs(a1) <= 4.0 and abs(a2) <= 4.0:
+            i1 = _table_cell(a1, N1)
+            i2 = _table_cell(a2, N2) if ti[k, 6] >= 0 else 0
+            d = data[off + i1 * N2 + i2]
+            slack = tf[k, 24] + TABLE_TOL
+            if d - slack >= pad:
+                res = 0
+            elif d + slack < pad:
+                res = 1
+    held = T.shape[0] + ti.shape[0] + tf.shape[0] + data.shape[0]
+    return res if held >= 0 else -1
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)

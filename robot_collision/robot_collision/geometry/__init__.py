@@ -8,3 +8,7 @@ meshes, :class:`~.shapes.WorldObject`), :mod:`.transforms` (poses, quaternions, 
 numpy/scipy/numba and the foundation modules :mod:`robot_collision.errors` and
 :mod:`robot_collision.jitcall`; never the model, collision, planning, control or ROS layers.
 """
+
+from ..kernel_cache import ensure_fresh_kernel_caches
+
+ensure_fresh_kernel_caches()  # before any of this layer's kernels loads from the cache

@@ -5,3 +5,7 @@ groups, disabled pairs) and the compiled forward kinematics and Jacobians (:mod:
 May import the geometry layer and the foundation modules; never collision, planning, control
 or ROS.
 """
+
+from ..kernel_cache import ensure_fresh_kernel_caches
+
+ensure_fresh_kernel_caches()  # before any of this layer's kernels loads from the cache

@@ -6,3 +6,7 @@ first collision and shortcutting), inverse kinematics and workspace goal regions
 and time parameterization of paths (:mod:`.trajectory`). May import the
 collision, model and geometry layers and the foundation modules; never control or ROS.
 """
+
+from ..kernel_cache import ensure_fresh_kernel_caches
+
+ensure_fresh_kernel_caches()  # before any of this layer's kernels loads from the cache
