@@ -10,7 +10,11 @@ configurations), ``ratio`` (ours / coal; issue 13 target <= 1 on every robot), `
 (fraction of the random configurations in collision), ``disagree`` (configurations where our
 answer differs from coal's, judged by a fresh ``coal.collide`` per pair where the timed path
 differs), ``coal_timed_inconsistent`` (configurations where coal's timed path differs from its
-own fresh per-pair answer).
+own fresh per-pair answer); ``distances_us`` / ``coal_distances_us`` / ``distances_ratio``
+(exhaustive distances: ``CollisionChecker.pair_distances``, every checked pair, vs
+``pin.computeDistances`` on the same shape pairs, interleaved likewise; issue 22 target <= 1);
+``no_srdf_ratio`` (robots shipped with an SRDF, loaded without it: every pair checked, ours /
+coal's ``is_valid``).
 
 ``oracle_robots``: for UR5, Panda, Kinova, TIAGo and Talos, ``generate_srdf_s`` (wall time of
 ``generate_disabled_pairs`` with ``srdf_samples`` samples, kernels warm), its reason counts and
@@ -113,6 +117,26 @@ def measure_robot(urdf: Any, srdf: Any, n_configs: int, repeats: int) -> dict[st
     fresh = [not any(oracle.pair_collisions(Q[i]).values()) for i in differ]
     res["disagree"] = int(sum(valid[i] != f for i, f in zip(differ, fresh)))
     res["coal_timed_inconsistent"] = int(sum(ref[i] != f for i, f in zip(differ, fresh)))
+    # exhaustive distances: every checked pair's signed distance (ours: the link pairs' minimum
+    # over their shape pairs, GJK to 1e-10 relative; coal: pin.computeDistances over the same
+    # shape pairs, its default tolerances)
+    pin = oracle.pin
+    QQ = [(q, oracle.q_pin(q)) for q in Q]
+    m, d, gm, gd = oracle.model, oracle.data, oracle.geom_model, oracle.geom_data
+    dist_ours, dist_coal = _interleaved_us(
+        [lambda x: checker.pair_distances(x[0]),
+         lambda x: pin.computeDistances(m, d, gm, gd, x[1])], QQ, repeats)
+    res["distances_us"] = round(dist_ours, 2)
+    res["coal_distances_us"] = round(dist_coal, 2)
+    res["distances_ratio"] = round(dist_ours / dist_coal, 3)
+    if srdf is not None:  # the robot as users load it without its SRDF (every pair checked)
+        bare = _load(urdf, None)
+        bare_checker = CollisionChecker(bare)
+        bare_oracle = rc.PinOracle(bare, bare_checker, urdf)
+        bare_checker.is_valid(Q[0])
+        ours_b, theirs_b = _interleaved_us(
+            [bare_checker.is_valid, bare_oracle.in_collision], Q, repeats)
+        res["no_srdf_ratio"] = round(ours_b / theirs_b, 3)
     return res
 
 
@@ -223,14 +247,21 @@ def run(quick: bool = False) -> dict:
             print(
                 f"  {name}: load {r['load_s']} s, is_valid {r['is_valid_us']} us, coal "
                 f"{r['coal_us']} us, ratio {r['ratio']}, hull <= {r['max_hull_vertices']} "
-                f"vertices, {r['pairs']} pairs, colliding {r['colliding']}",
+                f"vertices, {r['pairs']} pairs, colliding {r['colliding']}; distances "
+                f"{r['distances_us']} us, coal {r['coal_distances_us']} us; no SRDF ratio "
+                f"{r.get('no_srdf_ratio')}",
                 flush=True,
             )
     ratios = [r["ratio"] for r in robots.values() if "ratio" in r]
+    no_srdf = [r["no_srdf_ratio"] for r in robots.values() if "no_srdf_ratio" in r]
+    dist = {n: r["distances_ratio"] for n, r in robots.items() if "distances_ratio" in r}
     return {
         "oracle_robots": oracle,
         "robots": robots,
         "measured": len(ratios),
         "worst_ratio": max(ratios) if ratios else None,
+        "worst_no_srdf_ratio": max(no_srdf) if no_srdf else None,
+        "worst_distances_ratio": max(dist.values()) if dist else None,
+        "distances_slower_than_coal": sorted(n for n, v in dist.items() if v > 1.0),
         "disagreements": sum(r.get("disagree", 0) for r in robots.values()),
     }

@@ -867,10 +867,12 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
     witness points on the row link / column body, ``NN`` (L, L+W, 3) unit normal from row to
     column, ``SA``/``SB`` indices of the closest shapes, ``E`` evaluated flags. Self pairs fill
     ``[a, b]`` with a < b only. Without ``exhaustive`` it stops after the first colliding pair.
-    Pairs whose padded distance is at least ``cutoff`` (m) may be left at +inf (pruned by
-    bounding spheres of links, enclosing boxes of world objects); every pair below ``cutoff`` is
-    exact. Within a pair, shapes whose lower bound cannot beat the best distance found so far
-    are skipped (branch and bound). Returns True when a collision was found.
+    Pairs whose padded distance is at least ``cutoff`` (m) may be left at +inf or at a value
+    above ``cutoff`` (pruned by bounding spheres of links and shapes, enclosing boxes of world
+    objects); every pair below ``cutoff`` is exact. Within a pair, shape pairs whose lower
+    bound (bounding spheres, enclosing boxes) cannot beat the best distance found so far are
+    skipped, the nearest pair of bounding spheres first (branch and bound). Returns True when
+    a collision was found.
     """
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
     bcen, brad = rs.bound_center, rs.bound_radius
@@ -893,6 +895,21 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
                 + T[l, c, 2] * bcen[l, 2]
                 + T[l, c, 3]
             )
+    # every shape's bounding sphere (centre scen, radius params[:, 3]): lower bounds that let
+    # the branch and bound below skip shape pairs that cannot beat the pair's best distance
+    scen = np.empty((S, 3))
+    for s in range(S):
+        if kind[s] == MESH:
+            for c in range(3):
+                scen[s, c] = (
+                    SP[s, c, 0] * params[s, 0]
+                    + SP[s, c, 1] * params[s, 1]
+                    + SP[s, c, 2] * params[s, 2]
+                    + SP[s, c, 3]
+                )
+        else:
+            for c in range(3):
+                scen[s, c] = SP[s, c, 3]
     wa = np.empty(3)
     wb = np.empty(3)
     n = np.empty(3)
@@ -908,76 +925,102 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
             dz = cen[a, 2] - cen[b, 2]
             if np.sqrt(dx * dx + dy * dy + dz * dz) - brad[a] - brad[b] - pad >= cutoff:
                 continue
-            for s in range(link_start[a], link_start[a + 1]):
+            # branch and bound over the shape pairs: the pair whose bounding spheres are
+            # nearest first, then every pair whose lower bound (bounding spheres, less 1 nm for
+            # round-off) is below the best distance so far
+            s0 = link_start[a]
+            t0 = link_start[b]
+            nt = link_start[b + 1] - t0
+            npairs = (link_start[a + 1] - s0) * nt
+            if npairs == 0:
+                continue
+            first = 0
+            if npairs > 1:
+                best = np.inf
+                for k in range(npairs):
+                    s = s0 + k // nt
+                    t = t0 + k % nt
+                    dx = scen[s, 0] - scen[t, 0]
+                    dy = scen[s, 1] - scen[t, 1]
+                    dz = scen[s, 2] - scen[t, 2]
+                    lb = np.sqrt(dx * dx + dy * dy + dz * dz) - params[s, 3] - params[t, 3]
+                    if lb < best:
+                        best = lb
+                        first = k
+            for kk in range(-1, npairs):
+                if kk == first:
+                    continue
+                k = first if kk < 0 else kk
+                s = s0 + k // nt
+                t = t0 + k % nt
+                dx = scen[s, 0] - scen[t, 0]
+                dy = scen[s, 1] - scen[t, 1]
+                dz = scen[s, 2] - scen[t, 2]
+                lb = (np.sqrt(dx * dx + dy * dy + dz * dz) - params[s, 3] - params[t, 3]
+                      - pad - 1e-9)
+                if lb >= D[a, b] or lb >= cutoff:
+                    continue
+                d = np.nan
                 if kind[s] == SPHERE:
-                    dx = SP[s, 0, 3] - cen[b, 0]
-                    dy = SP[s, 1, 3] - cen[b, 1]
-                    dz = SP[s, 2, 3] - cen[b, 2]
-                    lb = np.sqrt(dx * dx + dy * dy + dz * dz) - params[s, 0] - brad[b] - pad
-                    if lb >= D[a, b] or lb >= cutoff:
-                        continue
-                for t in range(link_start[b], link_start[b + 1]):
-                    d = np.nan
-                    if kind[s] == SPHERE:
-                        d = _sphere_exact(
-                            SP[s, 0, 3],
-                            SP[s, 1, 3],
-                            SP[s, 2, 3],
-                            params[s, 0],
-                            kind[t],
-                            params,
-                            SP,
-                            t,
-                            wa,
-                            wb,
-                            n,
-                        )
-                    elif kind[t] == SPHERE:
-                        d = _sphere_exact(
-                            SP[t, 0, 3],
-                            SP[t, 1, 3],
-                            SP[t, 2, 3],
-                            params[t, 0],
-                            kind[s],
-                            params,
-                            SP,
-                            s,
-                            wb,
-                            wa,
-                            n,
-                        )
-                        n[0] = -n[0]
-                        n[1] = -n[1]
-                        n[2] = -n[2]
-                    if np.isnan(d):
-                        d = _pair_distance(
-                            kind,
-                            params,
-                            SP,
-                            vstart,
-                            vcount,
-                            verts,
-                            s,
-                            kind,
-                            params,
-                            SP,
-                            vstart,
-                            vcount,
-                            verts,
-                            t,
-                            wa,
-                            wb,
-                            n,
-                        )
-                    d -= pad
-                    if d < D[a, b]:
-                        D[a, b] = d
-                        for c in range(3):
-                            WA[a, b, c] = wa[c]
-                            WB[a, b, c] = wb[c]
-                            NN[a, b, c] = n[c]
-                        SA[a, b] = s
-                        SB[a, b] = t
+                    d = _sphere_exact(
+                        SP[s, 0, 3],
+                        SP[s, 1, 3],
+                        SP[s, 2, 3],
+                        params[s, 0],
+                        kind[t],
+                        params,
+                        SP,
+                        t,
+                        wa,
+                        wb,
+                        n,
+                    )
+                elif kind[t] == SPHERE:
+                    d = _sphere_exact(
+                        SP[t, 0, 3],
+                        SP[t, 1, 3],
+                        SP[t, 2, 3],
+                        params[t, 0],
+                        kind[s],
+                        params,
+                        SP,
+                        s,
+                        wb,
+                        wa,
+                        n,
+                    )
+                    n[0] = -n[0]
+                    n[1] = -n[1]
+                    n[2] = -n[2]
+                if np.isnan(d):
+                    d = _pair_distance(
+                        kind,
+                        params,
+                        SP,
+                        vstart,
+                        vcount,
+                        verts,
+                        s,
+                        kind,
+                        params,
+                        SP,
+                        vstart,
+                        vcount,
+                        verts,
+                        t,
+                        wa,
+                        wb,
+                        n,
+                    )
+                d -= pad
+                if d < D[a, b]:
+                    D[a, b] = d
+                    for c in range(3):
+                        WA[a, b, c] = wa[c]
+                        WB[a, b, c] = wb[c]
+                        NN[a, b, c] = n[c]
+                    SA[a, b] = s
+                    SB[a, b] = t
             if D[a, b] < 0.0:
                 hit = True
                 if not exhaustive:
@@ -1000,13 +1043,12 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
                 if lb - brad[l] - pad - 1e-9 >= cutoff:
                     continue
                 for s in range(link_start[l], link_start[l + 1]):
-                    if kind[s] == SPHERE:
-                        lb = _inline_call_or(
-                            _box_signed, -np.inf, SP[s, 0, 3], SP[s, 1, 3], SP[s, 2, 3], wbox, o
-                        )
-                        lb = lb - params[s, 0] - pad - 1e-9
-                        if lb >= D[l, j] or lb >= cutoff:
-                            continue
+                    lb = _inline_call_or(
+                        _box_signed, -np.inf, scen[s, 0], scen[s, 1], scen[s, 2], wbox, o
+                    )
+                    lb = lb - params[s, 3] - pad - 1e-9
+                    if lb >= D[l, j] or lb >= cutoff:
+                        continue
                     d = np.nan
                     if wkind[o] == POINT_CLOUD:
                         # nearest point below the best so far (within the cutoff), else +inf

@@ -110,3 +110,48 @@ def test_decomposition_against_exact_meshes(tmp_path: Path) -> None:
     assert false_part < false_hull
     assert false_part <= 0.005 * n, false_part
     assert beyond_tol == 0, (beyond_tol, tol)
+
+
+MULTI_SHAPE = (
+    "panda_description/urdf/panda_collision.urdf",
+    "anymal_b_simple_description/robots/anymal.urdf",
+    "so_arm_description/urdf/so101.urdf",
+)
+"""Corpus robots whose links carry several shapes (the Panda: a cylinder and two end spheres
+per link), where the exhaustive distances' branch and bound over shape pairs decides which
+shape pairs it computes."""
+
+
+@pytest.mark.parametrize("relpath", MULTI_SHAPE)
+@pytest.mark.parametrize("use_srdf", [True, False])
+def test_multi_shape_link_distances_agree_with_coal(relpath: str, use_srdf: bool) -> None:
+    urdf = rc.robots_dir() / relpath
+    srdf = rc.srdf_for(urdf) if use_srdf else None
+    from robot_collision import RobotModel
+
+    robot = RobotModel.from_urdf(urdf, srdf=srdf, package_dirs=rc.package_dirs(), warn=False)
+    shapes = [len(robot.collision_geometry(n)) for n in robot.link_names]
+    assert max(shapes) > 1, "the robot must have links with several shapes"
+    checker = CollisionChecker(robot)
+    oracle = rc.PinOracle(robot, checker, urdf)
+    idx = {(a, b): (robot.link_index(a), robot.link_index(b)) for a, b in oracle.pairs}
+    rng = np.random.default_rng(11)
+    cutoff = 0.05
+    worst = 0.0
+    for _ in range(60):
+        q = robot.random_configuration(rng)
+        ours = checker.pair_distances(q).D
+        near = checker.pair_distances(q, cutoff=cutoff).D
+        for pair, d_ref in oracle.pair_distances(q).items():
+            i, j = idx[pair]
+            d, d_near = ours[min(i, j), max(i, j)], near[min(i, j), max(i, j)]
+            assert (d < 0) == (d_ref < 0), f"{pair} at q={q.tolist()}: {d} vs coal {d_ref}"
+            if d_ref > 0:
+                worst = max(worst, abs(d - d_ref))
+            # below the cutoff every pair is exact; at or beyond it, never below the cutoff
+            # (+inf, exact, or the distance of a farther shape pair)
+            if d_ref < cutoff - 1e-6:
+                assert d_near == d
+            else:
+                assert d_near >= min(d, cutoff)
+    assert worst < SEPARATION_TOL, f"separation differs by {worst} m"
