@@ -24,6 +24,10 @@ Scenes (the push is along +x at the box's -x face, near its top edge):
 - ``occluded``: ``head_on``; after 0.5 s a plate 0.3 m in front of the camera hides the box
   (the judge's world is the box alone; the plate is far from the arm), with seen surfaces
   persisting (``cloud_persistence`` 5 s; earlier code without it forgets the box);
+- ``no_return``: ``head_on``, but the box returns nothing (a black or shiny box: its pixels are
+  dropouts; a wall 0.6 m behind it gives the camera's other pixels a return), with "unseen is
+  occupied" for pixels without a return (``cloud_unseen_range`` 3 m, ``cloud_unseen_min_range``
+  0.5 m; earlier code without the parameters, and the default settings, see no box at all);
 - ``blinded``: ``head_on``, then after 0.5 s the camera sends all-NaN clouds (a covered lens);
 - ``future_dead``: ``head_on``; at 0.5 s one cloud stamped 10 s ahead, then the camera dies.
 
@@ -56,9 +60,11 @@ GAP = 0.12
 BOX = (0.2, 0.2, 0.4)
 UNSEEN_RANGE = 3.0
 PERSISTENCE = 5.0
+UNSEEN_MIN_RANGE = 0.5
 TARGETS = {"seen_faces_min_mm": (SAFETY - 0.003) * 1e3, "hidden_min_mm": 0.0,
            "hidden_unseen_min_mm": (SAFETY - 0.003) * 1e3,
            "occluded_min_mm": (SAFETY - 0.003) * 1e3,
+           "no_return_min_mm": (SAFETY - 0.003) * 1e3,
            "dead_camera_stop_s": CLOUD_MAX_AGE + 0.2}
 
 
@@ -144,7 +150,9 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     settings = _settings(point_cloud_topics=(topic,),
                          camera_poses=((topic, (*cam_T[:3, 3], *_quat(cam_T[:3, :3]))),),
                          cloud_max_age=CLOUD_MAX_AGE, cloud_point_radius=0.01,
-                         cloud_unseen_range=UNSEEN_RANGE if name == "hidden_unseen" else 0.0,
+                         cloud_unseen_range=(UNSEEN_RANGE if name in ("hidden_unseen", "no_return")
+                                             else 0.0),
+                         cloud_unseen_min_range=UNSEEN_MIN_RANGE if name == "no_return" else 0.0,
                          cloud_persistence=PERSISTENCE if name == "occluded" else 0.0)
     clouds = pc.SensedClouds(settings)
     clouds.set_robot(robot, {robot.base_name})
@@ -156,6 +164,10 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     plate = WorldObject(Box(0.005, 0.6, 0.6), cam_T @ np.array(
         [[0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0.3], [0, 0, 0, 1.0]]), "plate")
     assert abs(float(plate.pose[:3, 0] @ view)) > 0.99
+    # (no_return) a wall 0.6 m behind the box, across the camera's view
+    back = WorldObject(Box(0.005, 4.0, 4.0), cam_T @ np.array(
+        [[0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, float(np.linalg.norm(
+            box.pose[:3, 3] - cam_T[:3, 3])) + 0.6], [0, 0, 0, 1.0]]), "back_wall")
     filt = VelocityFilter(CollisionChecker(robot, skip="parent"),
                           FilterOptions(safety_distance_env=SAFETY))
     t = 0.0
@@ -179,6 +191,9 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
             if name == "occluded" and t >= 0.5:
                 P = (dc.render_grid(camera, cam_T, [plate, box], rng) if organised
                      else dc.render_points(camera, cam_T, [plate, box], rng))
+            if name == "no_return":  # the box's pixels are dropouts, the wall's return
+                P = dc.render_grid(camera, cam_T, [back, box], rng)
+                P[np.isfinite(dc.render_grid(camera, cam_T, [box], rng))] = np.nan
             if name == "blinded" and t >= 0.5:
                 P = np.full((120, 160, 3) if organised else (19200, 3), np.nan)
             if name == "future_dead" and t >= 0.5:
@@ -227,7 +242,7 @@ def run_scene(name: str, seconds: float = 3.0) -> dict[str, Any]:
     return out
 
 
-SCENES = ("head_on", "grazing", "hidden", "hidden_unseen", "occluded", "blinded",
+SCENES = ("head_on", "grazing", "hidden", "hidden_unseen", "occluded", "no_return", "blinded",
           "future_dead")
 
 
@@ -244,6 +259,7 @@ def _all(quick: bool) -> dict[str, Any]:
         "hidden_unseen_ok": res["hidden_unseen"]["true_min_clearance_mm"]
         >= TARGETS["hidden_unseen_min_mm"],
         "occluded_ok": res["occluded"]["true_min_clearance_mm"] >= TARGETS["occluded_min_mm"],
+        "no_return_ok": res["no_return"]["true_min_clearance_mm"] >= TARGETS["no_return_min_mm"],
         "dead_camera_ok": dead is not None and dead <= TARGETS["dead_camera_stop_s"],
     }
     return res

@@ -50,3 +50,11 @@ def test_future_stamped_then_dead_camera_stops_within_max_age() -> None:
     r = bench.run_scene("future_dead", 3.0)
     assert r["stopped_after_s"] is not None
     assert r["stopped_after_s"] <= bench.CLOUD_MAX_AGE + 0.2, r
+
+
+def test_box_that_returns_nothing_is_an_obstacle_when_dropouts_are_occupied() -> None:
+    # a black box (its pixels are dropouts): with cloud_unseen_min_range the dropouts' cone is
+    # an obstacle; the arm, inside that cone, is held (it may not move towards the box)
+    r = bench.run_scene("no_return", 1.0)
+    assert r["true_min_clearance_mm"] >= (SAFETY - 0.003) * 1e3, r
+    assert r["sensed_min_mm"] < 0.0, r  # the filter sees the arm inside the dropouts' cone
