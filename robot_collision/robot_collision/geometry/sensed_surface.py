@@ -29,7 +29,8 @@ Unorganised clouds carry no neighbourhood: their samples get the fixed ``min_rad
 **Occlusion** (:func:`occlusion_balls`): the space behind each sample along its ray is unseen.
 Balls are placed along the ray from the sample to ``depth`` behind it, one per ``step``; each
 covers the ray's cone at its depth (the sample's radius grown with range) and the gap to the
-next ball along the ray (``sqrt(r^2 + (step / 2)^2)``). With the surface balls this makes every
+next ball along the ray (``sqrt(r^2 + (step / 2)^2)``); a sample whose radius is under
+half a step gets one at the sample too (the gap to the first ball). With the surface balls this makes every
 sensed surface a shell ``depth`` thick: an object thinner than it, seen from one side, is
 covered whole, also its hidden faces.
 
@@ -196,7 +197,20 @@ def occlusion_balls(
     :func:`unseen_depth`). ``R`` (N,): the samples' radii; the step along a ray is the sample's
     radius (at least ``min_step``). ``back_only`` (N,) bool: those samples get only the last
     ball of their ray (the shell's back face; for samples inside a surface, whose neighbours'
-    rays close the shell around them: see "Hollow shell" in the module docstring)."""
+    rays close the shell around them: see "Hollow shell" in the module docstring).
+
+    A filled ray whose sample's radius is under half its step also gets a ball at the sample
+    (radius ``sqrt(r^2 + (step / 2)^2)``): its first ball, a step behind the sample, reaches
+    back only half a step, and the sample's own ball would not reach it."""
+    return _occlusion(P, R, depth, min_step, back_only, True)
+
+
+def _occlusion(
+    P: NDArray[np.float64], R: NDArray[np.float64], depth: Union[float, NDArray[np.float64]],
+    min_step: float, back_only: Optional[NDArray[np.bool_]], close_front: bool,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`occlusion_balls`; ``close_front`` False: no ball at a sample (the caller
+    places its own)."""
     D = np.ascontiguousarray(np.broadcast_to(np.asarray(depth, dtype=np.float64), (len(P),)))
     if len(P) == 0:
         return np.zeros((0, 3)), np.zeros(0)
@@ -204,7 +218,7 @@ def occlusion_balls(
             else np.ascontiguousarray(back_only, dtype=np.bool_))
     C, Rc = occlusion_fill(
         np.ascontiguousarray(P, dtype=np.float64), np.ascontiguousarray(R, dtype=np.float64),
-        D, float(min_step), back, back_only is not None, False)
+        D, float(min_step), back, back_only is not None, close_front)
     return C, Rc
 
 
@@ -227,7 +241,7 @@ def unseen_balls(
     grow = (rho[ok] + max(depth, 0.0)) / rho[ok]
     start, r0 = P[ok] * grow[:, None], R[ok] * grow
     back = None if back_only is None else np.asarray(back_only, bool)[ok]
-    C, Rc = occlusion_balls(start, r0, ext[ok], min_step, back)
+    C, Rc = _occlusion(start, r0, ext[ok], min_step, back, False)
     # the filled rays' first ball is a step behind their start, and reaches back only half a
     # step (occlusion_balls counts on the sample's own ball, of radius >= half a step, there):
     # a ball at the start closes that gap
