@@ -30,9 +30,9 @@ Unorganised clouds carry no neighbourhood: their samples get the fixed ``min_rad
 Balls are placed along the ray from the sample to ``depth`` behind it, one per ``step``; each
 covers the ray's cone at its depth (the sample's radius grown with range) and the gap to the
 next ball along the ray (``sqrt(r^2 + (step / 2)^2)``); a sample whose radius is under
-half a step gets one at the sample too (the gap to the first ball). With the surface balls this makes every
-sensed surface a shell ``depth`` thick: an object thinner than it, seen from one side, is
-covered whole, also its hidden faces.
+half a step gets one at the sample too (the gap to the first ball). With the surface balls
+this makes every sensed surface a shell ``depth`` thick: an object thinner than it, seen from
+one side, is covered whole, also its hidden faces.
 
 **Unseen is occupied** (opt-in, :func:`unseen_depth`): inside the camera's frustum, the space a
 ray did not see as free, i.e. farther along it than its measured hit, is an obstacle up to a
