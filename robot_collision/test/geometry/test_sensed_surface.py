@@ -124,6 +124,24 @@ def test_occlusion_balls_fill_the_rays_behind_each_sample() -> None:
     assert depth.min() > 0.0 and depth.max() <= 0.1 + 1e-9
 
 
+@pytest.mark.parametrize("radius", [0.0, 0.001, 0.004, 0.012])
+def test_occlusion_balls_leave_no_gap_behind_small_samples(radius: float) -> None:
+    """Brute force: every point of each ray segment from the sample to the occlusion depth
+    behind it (1/20 mm apart) lies in a ball -- the occlusion balls or the sample's own ball of
+    radius ``radius`` -- also when the radius is under half the step (0.01 m) along the ray
+    (the first ball, a step behind the sample, reaches back only half a step)."""
+    rng = np.random.default_rng(8)
+    P = rng.normal(size=(30, 3)) * 0.3 + np.array([0.0, 0.0, 1.2])
+    R = np.full(30, radius)
+    for depth in (0.1, 0.023, 0.004):
+        C, Rc = occlusion_balls(P, R, depth, 0.01)
+        rho = np.linalg.norm(P, axis=1)
+        t = np.linspace(0.0, depth, int(depth / 5e-5) + 1)
+        Q = (P[:, None, :] * (1.0 + t[None, :, None] / rho[:, None, None])).reshape(-1, 3)
+        hit = _covered(Q, np.concatenate([P, C]), np.concatenate([R, Rc]))
+        assert hit.all(), f"{(~hit).sum()} of {len(hit)} ray points uncovered (depth {depth})"
+
+
 def test_merged_balls_contain_the_balls_they_replace() -> None:
     rng = np.random.default_rng(4)
     C = rng.uniform(-0.1, 0.1, (3000, 3))
