@@ -22,15 +22,17 @@ its samples. :func:`edge_certified` proves it free over the whole segment, every
 - **Advancement, both ways.** A pair whose bound exceeds ``clearance`` by ``s`` at ``t``
   stays clear (by at least ``clearance``) on ``[t - s / M_pair, t + s / M_pair]``: the motion
   bounds hold in either direction of the segment. Each pair keeps ``h``, the end of the interval
-  ``[0, h]`` proven clear, and is next evaluated beyond it, at ``h`` plus 0.9 times its last
+  ``[0, h]`` proven clear, and is next evaluated beyond it, at ``h`` plus 0.8 times its last
   step, so that the evaluation reaches back to ``h`` and ahead as far (about half the
   evaluations of advancing forward only); an evaluation that does not reach back keeps the
   interval it proved, the next tries the middle of the gap, and the one after that evaluates
-  at ``h`` itself (which always progresses). Pairs not due are not evaluated (FK is computed
-  per configuration, distances only for the pairs due). The edge is certified when every
-  pair's ``[0, h]`` covers t = 1; it is
-  refused as soon as a pair's bound is not above ``clearance`` + ``CERT_MIN_SLACK``, or after
-  ``CERT_MAX_EVALS`` configurations (a motion grazing an obstacle within nanometres).
+  at ``h`` itself (which always progresses). FK is computed per evaluated configuration,
+  distances only for the pairs due there: those whose next evaluation is at most 0.7 of their
+  planned advance ahead (measured on 24 of the sphere Panda's MBM paths: 5400 configurations
+  instead of 8500 when waiting for each pair's own point, and a quarter less time). The edge is
+  certified when every pair's ``[0, h]`` covers t = 1; it is refused as soon as a pair's bound
+  is not above ``clearance`` + ``CERT_MIN_SLACK``, or after ``CERT_MAX_EVALS`` configurations
+  (a motion grazing an obstacle within nanometres).
 
 ``tube`` (n,) widens the motion to every configuration within ``|q - q(t)|_j <= tube_j`` of the
 segment (each joint's deviation adds its axis-distance bound times ``tube_j``): the trajectory
@@ -87,8 +89,8 @@ CERT_MAX_EVALS = 100_000
 that keeps more than a micrometre from every obstacle)."""
 
 _FAR = 2.0  # horizon beyond the end of the edge (t = 1)
-_AHEAD = 0.9  # next evaluation of a pair this far beyond its horizon, in its last step
-_EARLY = 0.8  # a pair is evaluated with the configuration this close to its next evaluation
+_AHEAD = 0.8  # next evaluation of a pair this far beyond its horizon, in its last step
+_EARLY = 0.3  # a pair is evaluated at a configuration this far (in its pn) beyond its horizon
 
 
 @intrinsic
