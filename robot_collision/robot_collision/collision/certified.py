@@ -467,8 +467,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                         if o < 0:
                             break
                         bb[o] = np.inf
-                        lo = _call_or(_world_lb, -np.inf, l, o, lb, T, cen, SP, ready, rs, ws,
-                                      world_pad[l, o], wa, wb, nn)
+                        lo = _inline_call_or(_world_lb, -np.inf, l, o, lb, T, cen, SP, ready,
+                                             rs, ws, world_pad[l, o], wa, wb, nn)
                         if lo < lb:
                             lb = lo
                 else:
@@ -483,8 +483,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     dz = cen[a, 2] - cen[b, 2]
                     lb = np.sqrt(dx * dx + dy * dy + dz * dz) - brad[a] - brad[b] - pad - CERT_TOL
                     if lb < need:
-                        lb = _call_or(_self_lb, -np.inf, a, b, need, T, cen, SP, ready, rs, pad,
-                                      wa, wb, nn)
+                        lb = _inline_call_or(_self_lb, -np.inf, a, b, need, T, cen, SP, ready,
+                                             rs, pad, wa, wb, nn)
                 slack = lb - clearance - Ep[p]
                 if not slack > CERT_MIN_SLACK:
                     r = 0
@@ -494,7 +494,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     # (A, growing at most at rate Bq): the longer step of the two
                     step = slack / Mp[p]
                     if p < L:
-                        _rates(p, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, p, T, cen, axis, jtype, qidx, scale,
+                                             parent, d, brad, ca, aready)
                         A = 0.0
                         k = p
                         while k > 0:
@@ -505,8 +506,10 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                         kk = p - L
                         a = self_a[kk]
                         b = self_b[kk]
-                        _rates(a, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
-                        _rates(b, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, a, T, cen, axis, jtype, qidx, scale,
+                                             parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, b, T, cen, axis, jtype, qidx, scale,
+                                             parent, d, brad, ca, aready) and ok
                         A = 0.0
                         Bq = 0.0
                         x = a
@@ -520,6 +523,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                                 A += ca[y, b]
                                 Bq += cg[y, b]
                                 y = parent[y]
+                    if not ok:
+                        A = np.inf  # (a failed helper: the static bound alone)
                     step2 = 2.0 * slack / (A + np.sqrt(A * A + 2.0 * Bq * slack))
                     step = max(step, step2)
                 else:
