@@ -19,11 +19,20 @@ its samples. :func:`edge_certified` proves it free over the whole segment, every
   link's bounding sphere), then per shape (a sphere shape against the box), and the exact
   distance (closed forms, GJK, the cloud search) only for shapes that are near; less
   ``CERT_TOL`` for round-off.
-- **Advancement.** A pair whose bound exceeds ``clearance`` by ``s`` stays clear (by at least
-  ``clearance``) until ``t + s / M_pair``: each pair keeps that horizon and is re-evaluated only
-  when the motion reaches it. The edge is certified when every horizon covers t = 1; it is
-  refused as soon as a pair's bound is not above ``clearance`` + ``CERT_MIN_SLACK``, or after
-  ``CERT_MAX_EVALS`` configurations (a motion grazing an obstacle within nanometres).
+- **Advancement, both ways.** A pair whose bound exceeds ``clearance`` by ``s`` at ``t``
+  stays clear (by at least ``clearance``) on ``[t - s / M_pair, t + s / M_pair]``: the motion
+  bounds hold in either direction of the segment. Each pair keeps ``h``, the end of the interval
+  ``[0, h]`` proven clear, and is next evaluated beyond it, at ``h`` plus 0.8 times its last
+  step, so that the evaluation reaches back to ``h`` and ahead as far (about half the
+  evaluations of advancing forward only); an evaluation that does not reach back keeps the
+  interval it proved, the next tries the middle of the gap, and the one after that evaluates
+  at ``h`` itself (which always progresses). FK is computed per evaluated configuration,
+  distances only for the pairs due there: those whose next evaluation is at most 0.7 of their
+  planned advance ahead (measured on 24 of the sphere Panda's MBM paths: 5400 configurations
+  instead of 8500 when waiting for each pair's own point, and a quarter less time). The edge is
+  certified when every pair's ``[0, h]`` covers t = 1; it is refused as soon as a pair's bound
+  is not above ``clearance`` + ``CERT_MIN_SLACK``, or after ``CERT_MAX_EVALS`` configurations
+  (a motion grazing an obstacle within nanometres).
 
 ``tube`` (n,) widens the motion to every configuration within ``|q - q(t)|_j <= tube_j`` of the
 segment (each joint's deviation adds its axis-distance bound times ``tube_j``): the trajectory
@@ -80,6 +89,8 @@ CERT_MAX_EVALS = 100_000
 that keeps more than a micrometre from every obstacle)."""
 
 _FAR = 2.0  # horizon beyond the end of the edge (t = 1)
+_AHEAD = 0.8  # next evaluation of a pair this far beyond its horizon, in its last step
+_EARLY = 0.3  # a pair is evaluated at a configuration this far (in its pn) beyond its horizon
 
 
 @intrinsic
@@ -242,7 +253,7 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
     SP = np.empty((S, 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     # fw: cen (3L) | M (L) | E (L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
-    #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | B (L) | aready (L)
+    #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | B (L) | aready (L) | pn, ilo, ihi (3P)
     fw = np.empty(o_cg_end(L, P, W))
     iw = np.empty(0, dtype=np.int64)
     return T, SP, ready, fw, iw
@@ -252,7 +263,7 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
 def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
     """Size of the float workspace of :func:`edge_certified` (its layout, see
     :func:`cert_workspace`)."""
-    return 3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L
+    return 3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L + 3 * P
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -338,6 +349,10 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
     ca = fw[o_cg + L * L: o_cg + 2 * L * L].reshape((L, L))
     B = fw[o_cg + 2 * L * L: o_cg + 2 * L * L + L]
     aready = fw[o_cg + 2 * L * L + L: o_cg + 2 * L * L + 2 * L]
+    o_pn = o_cg + 2 * L * L + 2 * L
+    pn = fw[o_pn: o_pn + P]
+    ilo = fw[o_pn + P: o_pn + 2 * P]
+    ihi = fw[o_pn + 2 * P: o_pn + 3 * P]
     # ---- motion bounds of the links (per unit of t) and of the tube
     for l in range(L):
         M[l] = 0.0
@@ -402,7 +417,14 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
         Mp[p] = mv
         Ep[p] = ev
         h[p] = 0.0 if (brad[a] >= 0.0 and brad[b] >= 0.0) else _FAR
-    # ---- conservative advancement
+    # ---- conservative advancement, both ways: h[p] = the pair is proven clear on [0, h[p]];
+    # its next evaluation is at h[p] + pn[p] (pn: the reach expected back from there, so one
+    # evaluation covers both sides); a pair that did not reach back keeps the interval it
+    # proved, [ilo[p], ihi[p]], until [0, h[p]] joins it
+    for p in range(P):
+        pn[p] = 0.0
+        ilo[p] = -1.0
+        ihi[p] = -1.0
     t = 0.0
     r = 1
     evals = 0
@@ -420,9 +442,9 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
         counter[ci] += 1
         tnext = _FAR
         for p in range(P):
-            if h[p] <= t:
-                # the bound that would carry this pair past the end of the edge
-                need = Mp[p] * (1.0 - t) + Ep[p] + clearance + 1e-6
+            if h[p] < 1.0 and (h[p] + _EARLY * pn[p] <= t or t >= 1.0):
+                # the bound that would carry this pair past the end of the edge and back to h
+                need = Mp[p] * max(1.0 - t, t - h[p]) + Ep[p] + clearance + 1e-6
                 if p < L:
                     # link p against the world: the link's bounding sphere against every
                     # object's enclosing box (cheap, inline), then the shapes against the
@@ -445,8 +467,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                         if o < 0:
                             break
                         bb[o] = np.inf
-                        lo = _call_or(_world_lb, -np.inf, l, o, lb, T, cen, SP, ready, rs, ws,
-                                      world_pad[l, o], wa, wb, nn)
+                        lo = _inline_call_or(_world_lb, -np.inf, l, o, lb, T, cen, SP, ready,
+                                             rs, ws, world_pad[l, o], wa, wb, nn)
                         if lo < lb:
                             lb = lo
                 else:
@@ -461,8 +483,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     dz = cen[a, 2] - cen[b, 2]
                     lb = np.sqrt(dx * dx + dy * dy + dz * dz) - brad[a] - brad[b] - pad - CERT_TOL
                     if lb < need:
-                        lb = _call_or(_self_lb, -np.inf, a, b, need, T, cen, SP, ready, rs, pad,
-                                      wa, wb, nn)
+                        lb = _inline_call_or(_self_lb, -np.inf, a, b, need, T, cen, SP, ready,
+                                             rs, pad, wa, wb, nn)
                 slack = lb - clearance - Ep[p]
                 if not slack > CERT_MIN_SLACK:
                     r = 0
@@ -472,7 +494,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     # (A, growing at most at rate Bq): the longer step of the two
                     step = slack / Mp[p]
                     if p < L:
-                        _rates(p, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, p, T, cen, axis, jtype, qidx, scale,
+                                             parent, d, brad, ca, aready)
                         A = 0.0
                         k = p
                         while k > 0:
@@ -483,8 +506,10 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                         kk = p - L
                         a = self_a[kk]
                         b = self_b[kk]
-                        _rates(a, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
-                        _rates(b, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, a, T, cen, axis, jtype, qidx, scale,
+                                             parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, b, T, cen, axis, jtype, qidx, scale,
+                                             parent, d, brad, ca, aready) and ok
                         A = 0.0
                         Bq = 0.0
                         x = a
@@ -498,13 +523,31 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                                 A += ca[y, b]
                                 Bq += cg[y, b]
                                 y = parent[y]
+                    if not ok:
+                        A = np.inf  # (a failed helper: the static bound alone)
                     step2 = 2.0 * slack / (A + np.sqrt(A * A + 2.0 * Bq * slack))
-                    h[p] = t + max(step, step2)
+                    step = max(step, step2)
                 else:
-                    h[p] = _FAR
-            if h[p] < tnext:
-                tnext = h[p]
-        if r == 0 or tnext >= 1.0:
+                    step = _FAR
+                # the pair is clear on [t - step, t + step] (the bounds hold both ways)
+                if t - step <= h[p]:
+                    h[p] = max(h[p], t + step)
+                    if ilo[p] >= 0.0 and h[p] >= ilo[p]:
+                        h[p] = max(h[p], ihi[p])
+                        ilo[p] = -1.0
+                    pn[p] = 0.5 * (ilo[p] - h[p]) if ilo[p] >= 0.0 else _AHEAD * step
+                elif ilo[p] < 0.0:
+                    ilo[p] = t - step
+                    ihi[p] = t + step
+                    pn[p] = 0.5 * (ilo[p] - h[p])
+                else:
+                    if t + step >= ilo[p]:
+                        ilo[p] = t - step
+                        ihi[p] = max(ihi[p], t + step)
+                    pn[p] = 0.0  # next time one-sided: from h[p], always progresses
+            if h[p] < 1.0 and h[p] + pn[p] < tnext:
+                tnext = min(1.0, h[p] + pn[p])
+        if r == 0 or tnext >= _FAR:
             break
         if evals >= CERT_MAX_EVALS:
             r = 0
