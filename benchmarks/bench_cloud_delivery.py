@@ -12,7 +12,9 @@ processed into obstacles (``clouds_used_pct``), the worker's wall time per proce
 command published, ``LatencyRecord``) p50 / p99 with the clouds and, first, without any. Those
 are wall-clock figures of a shared machine; ``cpu_per_cloud`` adds the thread CPU time of the
 same cloud's work in one process (worker, the tick after a new cloud, a steady tick), which the
-machine's load does not change. Before/after in one sitting: run it with ``PYTHONPATH`` at a
+machine's load does not change; ``worker_process`` the same with the filter's cloud worker
+process (``robot_collision.ros.cloud_process``): the node thread's CPU per cloud and the child's.
+Before/after in one sitting: run it with ``PYTHONPATH`` at a
 work tree of the earlier code (``git worktree add /tmp/before HEAD``,
 ``PYTHONPATH=/tmp/before/robot_collision``).
 """
@@ -229,6 +231,13 @@ def _run(seconds: float, reliable: bool | None, large_shm: bool = False) -> dict
     return out
 
 
+def _child_cpu(proc: Any) -> float:
+    """User + system CPU time (s) of a ``CloudProcess``'s child so far (``/proc``)."""
+    with open(f"/proc/{proc._proc.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_per_cloud(n: int = 8) -> dict[str, Any]:
     """Thread CPU time (not wall time: independent of the machine's load) of the same 1 M-point
     cloud in one process: the worker's share (read from the serialized bytes, process, and
@@ -292,7 +301,27 @@ def cpu_per_cloud(n: int = 8) -> dict[str, Any]:
     def med(a: list[float]) -> float:
         return round(1e3 * float(np.median(a[2:])), 1)
 
-    return {"worker_cpu_ms": med(work), "tick_after_new_cloud_cpu_ms": med(new_tick),
+    process: dict[str, Any] = {}
+    try:
+        from robot_collision.ros.cloud_process import CloudProcess
+    except ImportError:  # code before the worker process
+        CloudProcess = None  # type: ignore[assignment,misc]
+    if CloudProcess is not None:
+        proc = CloudProcess(clouds)
+        clouds.reducer = proc
+        node, child = [], []
+        try:
+            for _ in range(max(3, n)):
+                c0 = time.thread_time()
+                clouds.on_message("c", read(raw), 0.0, 0.0)
+                node.append(time.thread_time() - c0)
+                child.append(_child_cpu(proc))
+        finally:
+            proc.close()
+        process = {"node_thread_cpu_ms": med(node),
+                   "child_cpu_ms": round(1e3 * float(np.median(np.diff(child[1:]))), 1)}
+    return {"worker_cpu_ms": med(work), "worker_process": process,
+            "tick_after_new_cloud_cpu_ms": med(new_tick),
             "tick_after_new_cloud_max_cpu_ms": round(1e3 * max(new_tick[2:]), 1),
             "steady_tick_cpu_ms": round(1e3 * float(np.median(tick)), 2),
             "balls": text.split("->")[-1].split(" in ")[0].strip()}

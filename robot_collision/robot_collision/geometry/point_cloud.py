@@ -92,6 +92,17 @@ class PointCloud(Shape):
                                  f"got {self.resolution!r}")
             object.__setattr__(self, "resolution", res)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Picklable with its built index (a cloud reduced in a worker process arrives indexed);
+        the lock is not pickled."""
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_lock", threading.Lock())
+
     # ------------------------------------------------------------------ constructors
     @classmethod
     def downsampled(

@@ -152,6 +152,7 @@ from ..control.velocity_filter import VelocityFilter
 from ..errors import ConfigurationError, RobotCollisionError
 from ..model.robot_model import RobotModel
 from . import moveit
+from .cloud_process import CloudProcess
 from .conversions import (
     ConversionError,
 )
@@ -412,7 +413,7 @@ class VelocityFilterNode(Node):
         self.clouds = SensedClouds(cloud_settings(s), tf2_lookup(self, self._base_frame))
         self._cloud_subs = CloudSubscriptions(
             self, self.clouds, self._limits, MutuallyExclusiveCallbackGroup(),
-            start_paused=True)
+            start_paused=True, reducer=CloudProcess)
         self.clouds.prepare = self._prebuild_cloud_scene
         self._cloud_subs.sync()
         self._make_timer()

@@ -663,6 +663,20 @@ class _Cloud:
     raw_points: int
 
 
+@dataclass(frozen=True)
+class CloudInput:
+    """What :meth:`SensedClouds.reduce` needs of one accepted message (small: the grid is
+    decimated to ``cloud_max_pixels``), picklable for a worker process."""
+
+    topic: str
+    G: NDArray[np.float64]  # (h, w, 3) the message frame's x, y, z (m), NaN = no return
+    valid: NDArray[np.bool_]  # (h, w) finite pixels of G
+    raw: int  # valid pixels
+    T: Optional[NDArray[np.float64]]  # (4, 4) message frame in the base frame; None = base
+    q: NDArray[np.float64]  # (n,) joint positions (rad / m) at the stamp, for the self-filter
+    stamp: float  # s, the message's stamp (node clock)
+
+
 TransformLookup = Callable[..., Optional[NDArray[np.float64]]]
 
 
@@ -691,6 +705,9 @@ class SensedClouds:
         # so its tick never sees a cloud whose scene is not built (packing ~100 k balls took
         # the tick 60-80 ms); an exception in it only leaves the building to the caller
         self.prepare: Optional[Callable[[list[WorldObject]], object]] = None
+        # runs :meth:`reduce` of each accepted cloud when set (e.g. in a worker process:
+        # :class:`~robot_collision.ros.cloud_process.CloudProcess`); same result and errors
+        self.reducer: Optional[Callable[[CloudInput], tuple[tuple[WorldObject, ...], int]]] = None
 
     @property
     def settings(self) -> CloudSettings:
@@ -719,6 +736,11 @@ class SensedClouds:
                 self._fused.clear()
             self._robot = robot
             self._base_frames = frozenset({"", *base_frames})
+
+    def model(self) -> tuple[Optional[RobotModel], frozenset[str]]:
+        """The robot whose points are removed and the frame ids taken as its base frame."""
+        with self._lock:
+            return self._robot, self._base_frames
 
     def _pose(self, topic: str, frame_id: str, stamp: float) -> Optional[NDArray[np.float64]]:
         """The frame's pose in the base frame; None for the base frame itself (no sensor
@@ -766,6 +788,17 @@ class SensedClouds:
         return CloudError(text)
 
     def _process(self, topic: str, msg: Any, stamp: float, now: Optional[float]) -> str:
+        t0 = time.perf_counter()
+        inp = self.cloud_input(topic, msg, stamp, now)
+        objects, n = (self.reducer or self.reduce)(inp)
+        self._adopt(inp, objects, now)
+        return (f"{topic}: {inp.raw} valid points -> {n} balls in {len(objects)} radius classes "
+                f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+    def cloud_input(self, topic: str, msg: Any, stamp: float, now: Optional[float]) -> CloudInput:
+        """The checks of a message and what :meth:`reduce` needs of it (decimated grid, sensor
+        pose, joint positions at the stamp); raises :class:`CloudError` (a faulty sensor's cloud
+        also marks the topic)."""
         s = self._settings
         if topic not in s.point_cloud_topics:
             raise CloudError(f"topic {topic!r} is not in point_cloud_topics")
@@ -777,10 +810,9 @@ class SensedClouds:
                 topic, f"cloud stamped {stamp - now:.3f} s ahead of the node's clock (more than "
                 f"cloud_max_future {s.cloud_max_future:g} s): the stamp is wrong, the cloud "
                 "cannot be aged; fix the sensor's clock")
-        t0 = time.perf_counter()
         T = self._pose(topic, str(msg.header.frame_id), stamp)
         G, _ = pointcloud2_to_grid(msg, s.cloud_max_points, s.cloud_max_pixels)
-        valid = np.isfinite(G).all(axis=-1)
+        valid: NDArray[np.bool_] = np.asarray(np.isfinite(G).all(axis=-1))
         raw = int(valid.sum())
         if raw < max(1, s.cloud_min_points):
             raise self._fault(
@@ -790,6 +822,19 @@ class SensedClouds:
         q = self.joints.nearest(stamp)
         if q is None:
             raise CloudError("no joint state received yet: the cloud cannot be self-filtered")
+        return CloudInput(topic, G, valid, raw, T, q, stamp)
+
+    def reduce(self, inp: CloudInput) -> tuple[tuple[WorldObject, ...], int]:
+        """The obstacle of one cloud (module docstring): ``(objects, balls)``, one object per
+        radius class (plus the topic's persisted voxels), their indexes built. The per-point
+        work; ``reducer`` (when set) runs it elsewhere, e.g. in a process of its own
+        (:mod:`robot_collision.ros.cloud_process`)."""
+        s = self._settings
+        robot = self._robot
+        if robot is None:
+            raise CloudError("no robot model loaded yet")
+        topic, G, valid, raw, T, q, stamp = (inp.topic, inp.G, inp.valid, inp.raw, inp.T, inp.q,
+                                              inp.stamp)
         # shadow radius of each sample: the cone between its ray and the neighbouring rays
         # (half the diagonal of the pixel footprint; to the next ray on a silhouette)
         if G.shape[0] > 1 and G.shape[1] > 1:
@@ -881,7 +926,13 @@ class SensedClouds:
             objects.append(WorldObject(cloud, np.eye(4), f"{topic}#r{1e3 * radius:.1f}mm"))
         if s.cloud_persistence > 0.0:
             objects += self._persisted(topic, Pb, stamp, T, robot, q)
-        new = _Cloud(stamp, tuple(objects), raw)
+        return tuple(objects), n
+
+    def _adopt(self, inp: CloudInput, objects: tuple[WorldObject, ...],
+               now: Optional[float]) -> None:
+        topic, stamp, raw = inp.topic, inp.stamp, inp.raw
+        s = self._settings
+        new = _Cloud(stamp, objects, raw)
         if self.prepare is not None:
             with self._lock:
                 current = dict(self._clouds)
@@ -895,8 +946,6 @@ class SensedClouds:
             if topic in self._settings.point_cloud_topics:
                 self._clouds[topic] = new
                 self._faults.pop(topic, None)
-        return (f"{topic}: {raw} valid points -> {n} balls in {len(objects)} radius classes "
-                f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
 
     def _persisted(self, topic: str, Pb: NDArray[np.float64], stamp: float,
                    T: Optional[NDArray[np.float64]], robot: RobotModel,
@@ -1190,8 +1239,15 @@ class CloudSubscriptions:
     def __init__(self, node: Any, clouds: SensedClouds,
                  limits: Callable[[], MessageLimits], callback_group: Any = None,
                  before: Optional[Callable[[], object]] = None,
-                 start_paused: bool = False) -> None:
+                 start_paused: bool = False,
+                 reducer: Optional[Callable[[SensedClouds], Any]] = None) -> None:
         self._node = node
+        # ``reducer(clouds)``: where the per-point work runs (``clouds.reducer``), made when
+        # the worker starts and closed with it; the filter node's is a child process
+        # (robot_collision.ros.cloud_process), so that its tick never waits for the
+        # interpreter's lock behind a cloud
+        self._make_reducer = reducer
+        self._reducer: Any = None
         # the worker takes no cloud until resume(): a node resumes it once its kernels are
         # loaded or compiled (a cloud processed while a first start compiled the node's kernels
         # in another thread was never handed over: the filter waited for a cloud forever)
@@ -1262,6 +1318,8 @@ class CloudSubscriptions:
             # at most SWITCH_INTERVAL between the worker's bytecodes (default 5 ms)
             if sys.getswitchinterval() > self.SWITCH_INTERVAL:
                 sys.setswitchinterval(self.SWITCH_INTERVAL)
+            if self._make_reducer is not None and self._clouds.reducer is None:
+                self._reducer = self._clouds.reducer = self._make_reducer(self._clouds)
             self._thread = threading.Thread(
                 target=self._run, daemon=True, name=f"{self._node.get_name()}_clouds")
             self._thread.start()
@@ -1275,6 +1333,8 @@ class CloudSubscriptions:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
+        if self._reducer is not None and hasattr(self._reducer, "close"):
+            self._reducer.close()
 
     def _node_gone(self) -> bool:
         try:
