@@ -102,6 +102,7 @@ class PointCloud(Shape):
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         object.__setattr__(self, "_lock", threading.Lock())
+        self.points.setflags(write=False)  # (arrays unpickled out of band are writable)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
