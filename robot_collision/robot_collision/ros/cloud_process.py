@@ -152,15 +152,15 @@ def _fill(sock: socket.socket, buf: memoryview) -> None:
 def recv(sock: socket.socket) -> Any:
     """Receive what :func:`send` sent; each array into a buffer of its own (no copy)."""
     head = np.empty(8, np.uint8)
-    _fill(sock, memoryview(head))
+    _fill(sock, head.data)
     n = int(head.view("<u8")[0])
     if not 1 <= n <= 1 << 20:
         raise OSError(f"cloud worker message with {n} parts: the stream is corrupt")
     sizes = np.empty(n, "<u8")
-    _fill(sock, memoryview(sizes).cast("B"))
+    _fill(sock, sizes.data.cast("B"))
     parts = [np.empty(int(k), np.uint8) for k in sizes]
     for p in parts:
-        _fill(sock, memoryview(p))
+        _fill(sock, p.data)
     return pickle.loads(parts[0].tobytes(), buffers=parts[1:])
 
 
