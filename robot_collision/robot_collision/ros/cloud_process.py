@@ -54,7 +54,7 @@ class CloudProcess:
     :meth:`reduce` run in a child process with the model and settings ``clouds`` has at each
     call (sent again only when they change). Called from one worker thread at a time."""
 
-    def __init__(self, clouds: SensedClouds, nice: int = NICE) -> None:
+    def __init__(self, clouds: SensedClouds, nice: int = NICE, start: bool = True) -> None:
         self._clouds = clouds
         self._nice = int(nice)
         self._lock = threading.Lock()
@@ -62,6 +62,9 @@ class CloudProcess:
         self._conn: Optional[socket.socket] = None
         self._sent: tuple[Any, Any] = (None, None)  # (robot, settings) the child has
         self.starts = 0
+        if start:  # at once: the child loads its kernels while the node starts up
+            with self._lock:
+                self._start()
 
     def _start(self) -> socket.socket:
         mine, theirs = socket.socketpair()
@@ -192,13 +195,44 @@ def _serve(conn: socket.socket) -> None:
                 return
 
 
+def _warm_up() -> None:
+    """Load (a first start: compile) every kernel of :meth:`SensedClouds.reduce`, on the
+    default arm and a small synthetic cloud, before the priority is lowered: compiling at nice
+    19 on a busy machine took the filter's first cloud past a 30 s test deadline."""
+    from .. import default_robot_paths
+    from ..model.robot_model import RobotModel
+
+    urdf, srdf = default_robot_paths()
+    robot = RobotModel.from_urdf(urdf, srdf=srdf)
+    u = np.linspace(-0.4, 0.4, 24)
+    U, V = np.meshgrid(u, u)
+    G = np.stack([U, V, np.full(U.shape, 1.0)], -1)
+    G[::5, ::7] = np.nan
+    valid = np.isfinite(G).all(axis=-1)
+    T = np.eye(4)
+    T[:3, 3] = (1.5, 0.0, 0.5)
+    q = np.zeros(robot.num_joints)
+    for extra in ({}, {"cloud_unseen_range": 2.0, "cloud_unseen_min_range": 0.5,
+                       "cloud_persistence": 1.0}):
+        clouds = SensedClouds(CloudSettings(point_cloud_topics=("w",), **extra))  # type: ignore[arg-type]
+        clouds.set_robot(robot, {robot.base_name})
+        clouds.reduce(CloudInput("w", G, valid, int(valid.sum()), T, q, 0.0))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m robot_collision.ros.cloud_process FD NICE``: serve the socket ``FD``."""
+    """``python -m robot_collision.ros.cloud_process FD NICE``: load the kernels, lower the
+    priority by ``NICE``, serve the socket ``FD``."""
     args = sys.argv[1:] if argv is None else argv
     fd, nice = int(args[0]), int(args[1])
+    sock = socket.socket(fileno=fd)
+    try:
+        _warm_up()
+    except Exception as exc:  # the first cloud then reports what is wrong
+        print(f"robot_collision cloud worker: warm-up failed: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
     with contextlib.suppress(OSError):
         os.nice(nice)
-    _serve(socket.socket(fileno=fd))
+    _serve(sock)
     return 0
 
 
