@@ -81,7 +81,8 @@ class DecompositionOptions:
     ``max_parts`` (-1: no limit), ``preprocess`` ("auto", "on", "off": manifold remeshing),
     ``preprocess_resolution`` (voxels per side of that remeshing), ``seed``,
     ``mcts_iterations`` / ``mcts_nodes`` / ``mcts_max_depth`` (CoACD's search for each cut;
-    fewer is faster and cuts less well); ``cache_dir`` (None: see the module docstring). The
+    fewer is faster and cuts less well), ``sampling_resolution`` (CoACD's ``resolution``:
+    surface samples of its concavity measure); ``cache_dir`` (None: see the module docstring). The
     defaults are CoACD's; :data:`AUTO_DECOMPOSITION` is the cheaper set ``mesh_mode="auto"``
     uses unless given options.
 
@@ -101,6 +102,7 @@ class DecompositionOptions:
     mcts_iterations: int = 150
     mcts_nodes: int = 20
     mcts_max_depth: int = 3
+    sampling_resolution: int = 2000
     auto_min_excess: float = 0.4
     auto_min_excess_size: float = 0.02
     workers: int = 0
@@ -114,6 +116,13 @@ class DecompositionOptions:
             raise MeshError(
                 f"auto_min_excess_size must be >= 0 (m), got {self.auto_min_excess_size}"
             )
+        search = (self.mcts_iterations, self.mcts_nodes, self.mcts_max_depth,
+                  self.sampling_resolution, self.preprocess_resolution)
+        if min(int(x) for x in search) < 1:
+            raise MeshError(
+                "decomposition mcts_iterations, mcts_nodes, mcts_max_depth, "
+                f"sampling_resolution and preprocess_resolution must be >= 1, got {search}"
+            )
         if int(self.workers) < 0:
             raise MeshError(f"workers must be >= 0 (0: one per CPU), got {self.workers}")
         if self.preprocess not in ("auto", "on", "off"):
@@ -126,20 +135,26 @@ class DecompositionOptions:
             f"t={self.threshold!r};m={self.max_parts};p={self.preprocess};"
             f"r={self.preprocess_resolution};s={self.seed}"
         )
-        mcts = (self.mcts_iterations, self.mcts_nodes, self.mcts_max_depth)
-        if mcts != (150, 20, 3):  # CoACD's defaults keep the keys of earlier caches
-            key += f";mcts={mcts[0]},{mcts[1]},{mcts[2]}"
+        search = (self.mcts_iterations, self.mcts_nodes, self.mcts_max_depth,
+                  self.sampling_resolution)
+        if search != (150, 20, 3, 2000):  # CoACD's defaults keep the keys of earlier caches
+            key += ";search=" + ",".join(str(int(x)) for x in search)
         return key
 
 
 AUTO_DECOMPOSITION = DecompositionOptions(
-    threshold=0.1, preprocess_resolution=30, mcts_iterations=40, mcts_nodes=10, mcts_max_depth=2
+    threshold=0.1,
+    preprocess_resolution=30,
+    mcts_iterations=40,
+    mcts_nodes=10,
+    mcts_max_depth=2,
+    sampling_resolution=1000,
 )
 """The options ``mesh_mode="auto"`` decomposes with when none are given: CoACD's search cut
-down (40 iterations of 10 nodes, depth 2 instead of 150, 20, 3), threshold 0.1 and remeshing on
-a 30-voxel grid. Measured on the meshes of the corpus it is 3-7x faster (PR2's open
-``shoulder_lift.stl``: 94 s -> 13 s; Talos' ``torso_1_link``: over 100 s -> 44 s) and the
-false-collision target still holds (docs/robots.md)."""
+down (40 iterations of 10 nodes, depth 2, 1000 samples instead of 150, 20, 3, 2000), threshold
+0.1 and remeshing on a 30-voxel grid. Measured on the meshes of the corpus it is 4-7x faster
+(PR2's open ``shoulder_lift.stl``: 94 s -> 13 s; Talos' ``torso_1_link``: over 100 s -> 26 s)
+and the false-collision target still holds (docs/robots.md)."""
 
 
 def cache_directory(options: Optional[DecompositionOptions] = None) -> Path:
@@ -451,6 +466,7 @@ def decompose(
             mcts_iterations=int(options.mcts_iterations),
             mcts_nodes=int(options.mcts_nodes),
             mcts_max_depth=int(options.mcts_max_depth),
+            resolution=int(options.sampling_resolution),
             seed=int(options.seed),
         )
     except Exception as exc:  # the C++ library reports failures as generic exceptions

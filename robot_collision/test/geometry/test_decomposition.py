@@ -283,7 +283,13 @@ def test_auto_rule() -> None:
     assert dec.wants_decomposition(dec.HullExcess(1e-3, 0.5e-3, True), o)  # 50 % of a litre
     assert not dec.wants_decomposition(dec.HullExcess(1e-6, 0.5e-6, True), o)  # 0.5 cm^3
     assert not dec.wants_decomposition(dec.HullExcess(1e-3, 0.7e-3, True), o)  # 30 %
-    for bad in ({"auto_min_excess": 1.5}, {"auto_min_excess_size": -1.0}, {"workers": -1}):
+    for bad in (
+        {"auto_min_excess": 1.5},
+        {"auto_min_excess_size": -1.0},
+        {"workers": -1},
+        {"mcts_iterations": 0},
+        {"sampling_resolution": 0},
+    ):
         with pytest.raises(MeshError):
             DecompositionOptions(**bad)  # type: ignore[arg-type]
 
@@ -344,3 +350,15 @@ def test_urdf_mesh_mode_auto(opts: DecompositionOptions, tmp_path: Path) -> None
     assert not CollisionChecker(hull, skip=[("l_link", "other")]).is_valid(
         [0.0], [probe], ignore_self=True
     )
+
+
+def test_decompose_all_in_processes(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    opts = DecompositionOptions(cache_dir=str(tmp_path / "cache"), workers=2)
+    out = dec.decompose_all([l_prism(), thin_l_prism(), l_prism()], opts)  # two processes
+    assert len(out) == 3 and all(len(p) >= 2 for p in out)
+    assert all(np.array_equal(a, b) for a, b in zip(out[0], out[2]))  # the same mesh: once
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 2  # the children wrote the cache
+    again = dec.decompose_all([thin_l_prism()], replace(opts, workers=1))  # read back
+    assert all(np.array_equal(a, b) for a, b in zip(again[0], out[1]))
