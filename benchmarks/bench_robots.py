@@ -25,6 +25,11 @@ missed) and, for the robots in :data:`DECOMPOSED`, the same
 for the CoACD decomposition (``false_collision_decomposition``), its ``decomposition_load_s``
 (from the on-disk cache when warm; the first run computes it: minutes) and
 ``is_valid_decomposition_us``.
+
+``python benchmarks/bench_robots.py auto [--workers N] [--quick] [ROBOT ...]`` (not part of
+``run``: it decomposes with an empty cache, so each robot costs its first-load time): for the
+robots of :data:`AUTO_ROBOTS`, ``mesh_mode="auto"`` against the hulls and coal's exact meshes,
+see :func:`measure_auto` (issue 22).
 """
 
 from __future__ import annotations
@@ -265,3 +270,72 @@ def run(quick: bool = False) -> dict:
         "distances_slower_than_coal": sorted(n for n, v in dist.items() if v > 1.0),
         "disagreements": sum(r.get("disagree", 0) for r in robots.values()),
     }
+
+
+AUTO_ROBOTS = {
+    **{n: rc.ROBOTS[n] for n in ("ur5", "panda", "kinova", "talos", "tiago")},
+    "pr2": rc.CorpusRobot(
+        "pr2", "pr2_description/urdf/pr2.urdf", "pr2_description/srdf/pr2.srdf", dae=True
+    ),
+}
+"""Robots measured with ``mesh_mode="auto"`` (issue 22; PR2: the hulls' worst case)."""
+
+
+def measure_auto(name: str, quick: bool = False, workers: int = 0) -> dict[str, Any]:
+    """``mesh_mode="auto"`` against the hulls, both judged by coal's exact triangle meshes (a
+    shape wholly inside a closed mesh counting as a collision): ``false_collision_*`` (share
+    of random configurations flagged but clear), ``missed_*`` (colliding but passed: must be
+    0), ``auto_load_s`` (first load with an empty decomposition cache in a temporary folder:
+    the hull-excess measure of every mesh and the decompositions it asks for, ``workers``
+    processes, ``AUTO_DECOMPOSITION`` options; ``hull_load_s`` for comparison,
+    ``auto_warm_load_s`` from the cache), the meshes decomposed (``decomposed``: link names)
+    and ``is_valid_*_us`` (interleaved)."""
+    import tempfile
+    from dataclasses import replace
+
+    from robot_collision.geometry.decomposition import AUTO_DECOMPOSITION
+
+    cr = AUTO_ROBOTS[name]
+    t0 = time.perf_counter()
+    robot = cr.load(warn=False)
+    res: dict[str, Any] = {"hull_load_s": round(time.perf_counter() - t0, 2)}
+    checker = CollisionChecker(robot)
+    exact = rc.PinOracle(robot, checker, cr.urdf_path(), mode="exact")
+    rng = np.random.default_rng(1)
+    Q = np.array([robot.random_configuration(rng) for _ in range(300 if quick else 1000)])
+    with tempfile.TemporaryDirectory() as cache:
+        opts = replace(AUTO_DECOMPOSITION, cache_dir=cache, workers=workers)
+        t0 = time.perf_counter()
+        auto = cr.load(mesh_mode="auto", decomposition=opts, warn=False)
+        res["auto_load_s"] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+        cr.load(mesh_mode="auto", decomposition=opts, warn=False)
+        res["auto_warm_load_s"] = round(time.perf_counter() - t0, 2)
+    res["workers"] = workers
+    res["decomposed"] = [
+        n for n in auto.link_names
+        if len(auto.collision_geometry(n)) != len(robot.collision_geometry(n))
+    ]
+    res["shapes_hull"] = sum(len(robot.collision_geometry(n)) for n in robot.link_names)
+    res["shapes_auto"] = sum(len(auto.collision_geometry(n)) for n in auto.link_names)
+    achecker = CollisionChecker(auto)
+    res["false_collision_hull"], res["missed_hull"] = _false_collisions(checker, exact, Q)
+    res["false_collision_auto"], res["missed_auto"] = _false_collisions(achecker, exact, Q)
+    hull_us, auto_us = _interleaved_us([checker.is_valid, achecker.is_valid], Q, 3)
+    res["is_valid_hull_us"] = round(hull_us, 2)
+    res["is_valid_auto_us"] = round(auto_us, 2)
+    return res
+
+
+if __name__ == "__main__":  # python benchmarks/bench_robots.py auto [--workers N] [ROBOT ...]
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="mesh_mode='auto' on corpus robots (issue 22)")
+    ap.add_argument("what", choices=["auto"])
+    ap.add_argument("robots", nargs="*", default=list(AUTO_ROBOTS))
+    ap.add_argument("--workers", type=int, default=0, help="decomposition processes (0: CPUs)")
+    ap.add_argument("--quick", action="store_true", help="300 configurations instead of 1000")
+    args = ap.parse_args()
+    for n in args.robots:
+        print(json.dumps({n: measure_auto(n, args.quick, args.workers)}), flush=True)

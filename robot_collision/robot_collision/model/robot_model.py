@@ -21,13 +21,18 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigurationError, ModelError, ShapeError, SRDFError, UnknownNameError
-from ..geometry.decomposition import MESH_MODES, DecompositionOptions, decomposed_meshes
+from ..geometry.decomposition import (
+    AUTO_DECOMPOSITION,
+    MESH_MODES,
+    DecompositionOptions,
+    resolve_meshes,
+)
 from ..geometry.shapes import Mesh, Shape
 from ..load_limits import LoadLimits
 from .kinematics import (
@@ -54,8 +59,8 @@ from .urdf import (
 __all__ = ["JointInfo", "RobotModel", "CONTINUOUS_SAMPLE_RANGE", "MeshMode"]
 
 MeshMode = Union[str, Mapping[str, str]]
-"""``"hull"`` or ``"decomposition"`` for every link, or a mapping from link names to either
-(``"*"``: the default for links not named, else ``"hull"``)."""
+"""``"hull"``, ``"decomposition"`` or ``"auto"`` for every link, or a mapping from link names to
+one of them (``"*"``: the default for links not named, else ``"hull"``)."""
 
 CONTINUOUS_SAMPLE_RANGE = np.pi
 """Continuous joints (no limits) are sampled in ``[-pi, pi]``."""
@@ -121,9 +126,16 @@ class RobotModel:
         :class:`~robot_collision.errors.ModelLoadWarning` warnings.
 
         ``mesh_mode`` chooses how each link's meshes collide: ``"hull"`` (default, MATLAB
-        semantics: the convex hull of each mesh) or ``"decomposition"`` (the convex parts of a
+        semantics: the convex hull of each mesh), ``"decomposition"`` (the convex parts of a
         CoACD decomposition with ``decomposition`` options, cached on disk; see
-        :mod:`robot_collision.geometry.decomposition`), for all links or per link name.
+        :mod:`robot_collision.geometry.decomposition`) or ``"auto"`` (the decomposition for the
+        meshes whose hull is much larger than the mesh, by the rule and parameters of
+        :class:`~robot_collision.geometry.decomposition.DecompositionOptions`, the hull for the
+        others), for all links or per link name. The meshes to decompose are decomposed in
+        parallel processes (``DecompositionOptions.workers``). Without ``decomposition``
+        options, a ``mesh_mode`` that says ``"auto"`` anywhere decomposes with the cheaper
+        :data:`~robot_collision.geometry.decomposition.AUTO_DECOMPOSITION`, else with
+        ``DecompositionOptions()``.
 
         A ``.xacro`` file (URDF or SRDF) is expanded with the ``xacro`` package and
         ``xacro_args`` (``{name: value}``, the ``name:=value`` of the xacro command line);
@@ -150,7 +162,7 @@ class RobotModel:
             )
             if virtual_joints:
                 desc = _with_virtual_joints(desc, srdf_desc, limits)
-        desc = _apply_mesh_mode(desc, mesh_mode, decomposition or DecompositionOptions())
+        desc = _apply_mesh_mode(desc, mesh_mode, decomposition)
         model = cls(desc)
         if srdf_desc is not None:
             model.srdf = srdf_desc
@@ -554,10 +566,11 @@ def _multi_dof_values(jtype: str, values: list[float]) -> list[float]:
 
 
 def _apply_mesh_mode(
-    desc: URDFDescription, mesh_mode: MeshMode, options: DecompositionOptions
+    desc: URDFDescription, mesh_mode: MeshMode, options: Optional[DecompositionOptions]
 ) -> URDFDescription:
-    """``desc`` with the mesh files of the links in ``"decomposition"`` mode replaced by their
-    convex parts (same collision origin)."""
+    """``desc`` with the mesh files of the links in ``"decomposition"`` mode, and those of the
+    links in ``"auto"`` mode that the rule picks, replaced by their convex parts (same collision
+    origin)."""
     names = {ln.name for ln in desc.links}
     if isinstance(mesh_mode, str):
         modes: dict[str, str] = {"*": mesh_mode}
@@ -575,17 +588,31 @@ def _apply_mesh_mode(
     default = modes.get("*", "hull")
     if default == "hull" and all(m == "hull" for m in modes.values()):
         return desc
+    if options is None:
+        auto = "auto" in modes.values()
+        options = AUTO_DECOMPOSITION if auto else DecompositionOptions()
+    requests: list[tuple[Union[str, os.PathLike[str]], Any, str]] = []
+    where: list[tuple[int, int]] = []  # (link index, collision index) of each request
+    for i, ln in enumerate(desc.links):
+        mode = modes.get(ln.name, default)
+        if mode == "hull":
+            continue
+        for j, (shape, _) in enumerate(ln.collisions):
+            if isinstance(shape, Mesh) and isinstance(shape.source, (str, os.PathLike)):
+                requests.append((shape.source, shape.scale, mode))
+                where.append((i, j))
+    resolved = dict(zip(where, resolve_meshes(requests, options)))
     links = []
-    for ln in desc.links:
-        if modes.get(ln.name, default) != "decomposition":
+    for i, ln in enumerate(desc.links):
+        if not any((i, j) in resolved for j in range(len(ln.collisions))):
             links.append(ln)
             continue
         cols: list[tuple[Shape, NDArray[np.float64]]] = []
-        for shape, pose in ln.collisions:
-            if isinstance(shape, Mesh) and isinstance(shape.source, (str, os.PathLike)):
-                parts = decomposed_meshes(shape.source, shape.scale, options)
-                cols.extend((part, pose @ offset) for part, offset in parts)
-            else:
+        for j, (shape, pose) in enumerate(ln.collisions):
+            parts = resolved.get((i, j))
+            if parts is None:
                 cols.append((shape, pose))
+            else:
+                cols.extend((part, pose @ offset) for part, offset in parts)
         links.append(replace(ln, collisions=cols))
     return replace(desc, links=links)

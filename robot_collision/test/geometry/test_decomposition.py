@@ -218,3 +218,147 @@ def test_world_objects_from_a_mesh(opts: DecompositionOptions, tmp_path: Path) -
     assert all(np.allclose(p.pose[:3, :3], np.eye(3)) for p in parts)  # translated only
     with pytest.raises(MeshError):
         mesh_world_objects(path, pose, "bracket", mode="voxels")
+
+
+# ------------------------------------------------------------------ mesh_mode="auto" (issue 22)
+
+
+def thin_l_prism() -> TriangleMesh:
+    """An L of arms 0.4 wide in a 2 x 2 square (x S), extruded by S: 47 % of its hull is
+    outside it (area 1.44 of 2.72)."""
+    ring = np.array([[0, 0], [2, 0], [2, 0.4], [0.4, 0.4], [0.4, 2], [0, 2]], dtype=float) * S
+    v = np.vstack([np.c_[ring, np.zeros(6)], np.c_[ring, np.full(6, S)]])
+    faces = []
+    for k in range(1, 5):  # caps: fans from (0, 0), which sees every vertex of the L
+        faces.append([0, k + 1, k])
+        faces.append([6, 6 + k, 6 + k + 1])
+    for k in range(6):  # sides
+        a, b = k, (k + 1) % 6
+        faces += [[a, b, 6 + b], [a, 6 + b, 6 + a]]
+    return TriangleMesh(v, np.array(faces, dtype=np.int64))
+
+
+def box_mesh(size: float = 0.2) -> TriangleMesh:
+    """A closed, outward-oriented cube of side ``size``."""
+    v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], float) * size
+    faces = [
+        [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+        [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
+    ]
+    return TriangleMesh(v, np.array(faces, dtype=np.int64))
+
+
+def _surface_points(mesh: TriangleMesh, n: int, seed: int = 0) -> np.ndarray:
+    """``n`` points on the mesh's triangles (uniform barycentric) plus its vertices."""
+    rng = np.random.default_rng(seed)
+    tris = mesh.vertices[mesh.faces]
+    t = tris[rng.integers(len(tris), size=n)]
+    a, b = rng.random((2, n, 1))
+    flip = (a + b) > 1
+    a, b = np.where(flip, 1 - a, a), np.where(flip, 1 - b, b)
+    return np.vstack([mesh.vertices, t[:, 0] + a * (t[:, 1] - t[:, 0]) + b * (t[:, 2] - t[:, 0])])
+
+
+def test_hull_excess_closed_open_and_cached(opts: DecompositionOptions) -> None:
+    box = dec.hull_excess(box_mesh(), opts)
+    assert box.exact and box.relative < 1e-9 and abs(box.hull_volume - 0.008) < 1e-12
+    thin = dec.hull_excess(thin_l_prism(), opts)
+    # independent oracle: the areas of the L and of its hull, times the height
+    assert thin.exact and abs(thin.relative - (1 - 1.44 / 2.72)) < 1e-9
+    assert abs(thin.volume - (2.72 - 1.44) * S**3) < 1e-12
+    # the L without the end face of one arm (not closed): sampled occupancy, within a few %
+    m = thin_l_prism()
+    keep = [i for i in range(len(m.faces)) if i not in (10, 11)]  # side (2, 0)-(2, 0.4)
+    open_l = TriangleMesh(m.vertices, m.faces[keep])
+    assert dec.needs_remeshing(open_l)
+    sampled = dec.hull_excess(open_l, opts)
+    assert not sampled.exact and abs(sampled.relative - thin.relative) < 0.1
+    assert len(list(Path(opts.cache_dir or "").glob("*.json"))) == 3
+    assert dec.hull_excess(thin_l_prism(), opts) == thin  # read back from the cache
+
+
+def test_auto_rule() -> None:
+    o = DecompositionOptions()
+    assert not dec.wants_decomposition(dec.HullExcess(1e-3, 1e-3, True), o)  # convex
+    assert dec.wants_decomposition(dec.HullExcess(1e-3, 0.5e-3, True), o)  # 50 % of a litre
+    assert not dec.wants_decomposition(dec.HullExcess(1e-6, 0.5e-6, True), o)  # 0.5 cm^3
+    assert not dec.wants_decomposition(dec.HullExcess(1e-3, 0.7e-3, True), o)  # 30 %
+    for bad in (
+        {"auto_min_excess": 1.5},
+        {"auto_min_excess_size": -1.0},
+        {"workers": -1},
+        {"mcts_iterations": 0},
+        {"sampling_resolution": 0},
+    ):
+        with pytest.raises(MeshError):
+            DecompositionOptions(**bad)  # type: ignore[arg-type]
+
+
+COVER_TOL = 1e-5  # m
+
+
+def _covered(points: np.ndarray, shapes: list[tuple[Mesh, np.ndarray]], tol: float) -> bool:
+    """Every point within ``tol`` of (or inside) one of the placed convex shapes."""
+    from scipy.spatial import ConvexHull
+
+    planes = []
+    for m, T in shapes:
+        eq = ConvexHull(m.vertices() @ T[:3, :3].T + T[:3, 3]).equations
+        planes.append(eq)
+    viol = np.min([np.max(points @ eq[:, :3].T + eq[:, 3], axis=1) for eq in planes], axis=0)
+    return bool(np.all(viol <= tol))
+
+
+def test_auto_picks_hull_for_convex_and_parts_for_concave(
+    opts: DecompositionOptions, tmp_path: Path
+) -> None:
+    box = write_obj(box_mesh(), tmp_path / "box.obj")
+    thin = write_obj(thin_l_prism(), tmp_path / "thin.obj")
+    (box_obj,) = mesh_world_objects(box, None, "box", mode="auto", options=opts)
+    assert isinstance(box_obj.shape, Mesh)
+    parts = mesh_world_objects(thin, None, "l", mode="auto", options=opts)
+    assert len(parts) >= 2
+    # conservative: every point of the L's surface is inside the union of the parts (to
+    # COVER_TOL: the fitted parts' corners are intersections of planes, exact to ~4 um here)
+    pts = _surface_points(thin_l_prism(), 2000)
+    assert _covered(pts, [(o.shape, o.pose) for o in parts], COVER_TOL)  # type: ignore[misc]
+    # and the parts clear the notch the hull fills
+    notch = np.array([[1.0 * S, 1.0 * S, 0.5 * S]])
+    assert not _covered(notch, [(o.shape, o.pose) for o in parts], 0.0)  # type: ignore[misc]
+
+
+def test_urdf_mesh_mode_auto(opts: DecompositionOptions, tmp_path: Path) -> None:
+    xml = URDF.replace('{mesh}" scale="1 1 1"', '{thin}" scale="1 1 1"').format(
+        thin=write_obj(thin_l_prism(), tmp_path / "thin.obj"),
+        mesh=write_obj(box_mesh(0.05), tmp_path / "box.obj"),  # clear of the probe below
+    )
+    auto = RobotModel.from_urdf(xml, mesh_mode="auto", decomposition=opts)
+    assert len(auto.collision_geometry("l_link")) >= 2  # concave: decomposed
+    assert len(auto.collision_geometry("other")) == 1  # convex: its hull
+    per_link = RobotModel.from_urdf(
+        xml, mesh_mode={"*": "hull", "l_link": "auto"}, decomposition=opts
+    )
+    assert len(per_link.collision_geometry("l_link")) == len(auto.collision_geometry("l_link"))
+    # conservative: the L's surface (in the link frame: no collision origin) is covered
+    pts = _surface_points(thin_l_prism(), 2000)
+    assert _covered(pts, auto.collision_geometry("l_link"), COVER_TOL)  # type: ignore[arg-type]
+    probe = WorldObject(Sphere(0.01), _at(1.0 * S, 1.0 * S, 0.5 * S), "probe")
+    assert CollisionChecker(auto, skip=[("l_link", "other")]).is_valid(
+        [0.0], [probe], ignore_self=True
+    )
+    hull = RobotModel.from_urdf(xml)
+    assert not CollisionChecker(hull, skip=[("l_link", "other")]).is_valid(
+        [0.0], [probe], ignore_self=True
+    )
+
+
+def test_decompose_all_in_processes(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    opts = DecompositionOptions(cache_dir=str(tmp_path / "cache"), workers=2)
+    out = dec.decompose_all([l_prism(), thin_l_prism(), l_prism()], opts)  # two processes
+    assert len(out) == 3 and all(len(p) >= 2 for p in out)
+    assert all(np.array_equal(a, b) for a, b in zip(out[0], out[2]))  # the same mesh: once
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 2  # the children wrote the cache
+    again = dec.decompose_all([thin_l_prism()], replace(opts, workers=1))  # read back
+    assert all(np.array_equal(a, b) for a, b in zip(again[0], out[1]))

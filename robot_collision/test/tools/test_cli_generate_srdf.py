@@ -97,3 +97,6 @@ def test_generate_srdf_mesh_mode_option_is_accepted() -> None:
     args = build_parser().parse_args(
         ["generate-srdf", "r.urdf", "-o", "r.srdf", "--mesh-mode", "decomposition"])
     assert args.mesh_mode == "decomposition"
+    args = build_parser().parse_args(
+        ["generate-srdf", "r.urdf", "-o", "r.srdf", "--mesh-mode", "auto"])
+    assert args.mesh_mode == "auto"
