@@ -13,6 +13,23 @@ its samples. :func:`edge_certified` proves it free over the whole segment, every
   extension reached on the edge by each prismatic joint in between (a prismatic joint moves
   every point by ``|scale_k * d_k| * dt``, 1 m per metre). For a self pair, the joints above
   both links (the lowest common ancestor and up) move them rigidly together and are left out.
+- **Motion bound from the evaluated configuration.** At an evaluated configuration FK gives
+  more. A link against the world: the velocity field of its bounding sphere, ``|v_c| +
+  bound radius * |omega|`` (``v_c = sum_k theta'_k w_k x (c - p_k)``, ``omega = sum_k theta'_k
+  w_k`` over the revolute joints above, prismatic ones add ``theta'_k w_k`` to ``v_c``): the
+  vector sums, so joints whose motions cancel at the link count as little as they move it
+  (measured on 40 sphere-Panda MBM paths: 217 -> 123 configurations per path, the world pairs
+  being what sets the configurations). It changes along the edge at most at ``BV[l] = sum_k
+  |theta'_k| (2 Om_k R_k + sum_{j from k down to l} M_jl) + bound radius * sum_k |theta'_k|
+  Om_k`` (``Om_k``: the joint speeds above k, which turn k's axis and carry ``c - p_k``;
+  ``R_k``: the chain bound of ``|c - p_k|`` above; ``M_jl``: joint j's static motion bound of
+  l), so a point moves at most ``A dt + BV dt^2 / 2`` either way of the evaluated t. A self
+  pair: the distance of each link's bounding sphere from each joint axis below their common
+  ancestor (per joint, growing at most at the static rate of the joints below it); the vector
+  sum did not cut its evaluations (they are set by the scheduling below, not the step).
+  Whichever bound gives the longer step is used. Where the time of certifying a path goes now
+  (those 40 paths, one process): 0.24 ms median per path, 0.14 ms without the self pairs (mostly
+  the ones with many spheres: link5 against link7 and the hand, every evaluation exact).
 - **Distance lower bound.** At an evaluated configuration every pair (link, world object) and
   every checked self pair gets a lower bound of its padded signed distance, the cheapest that is
   good enough: the link's bounding sphere against the object's enclosing box (or the other
@@ -253,7 +270,8 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
     SP = np.empty((S, 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
     # fw: cen (3L) | M (L) | E (L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
-    #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | B (L) | aready (L) | pn, ilo, ihi (3P)
+    #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | Om (L) | aready (L) | pn, ilo, ihi (3P)
+    #     | BV (L)
     fw = np.empty(o_cg_end(L, P, W))
     iw = np.empty(0, dtype=np.int64)
     return T, SP, ready, fw, iw
@@ -263,7 +281,7 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
 def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
     """Size of the float workspace of :func:`edge_certified` (its layout, see
     :func:`cert_workspace`)."""
-    return 3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L + 3 * P
+    return 3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L + 3 * P + L
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -295,6 +313,43 @@ def _rates(l, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready):  #
                 ca[k, l] = v
             k = parent[k]
     return True
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _velocity_bound(l, T, cen, axis, jtype, qidx, scale, parent, d, brad):  # type: ignore[no-untyped-def]
+    """Speed bound (per unit t) of the points of link ``l``'s bounding sphere in this
+    configuration: |velocity of its centre| + bounding radius * |angular velocity|."""
+    vx = 0.0
+    vy = 0.0
+    vz = 0.0
+    ox = 0.0
+    oy = 0.0
+    oz = 0.0
+    k = l
+    while k > 0:
+        jt = jtype[k]
+        if jt != FIXED:
+            v = scale[k] * d[qidx[k]]
+            wx = T[k, 0, 0] * axis[k, 0] + T[k, 0, 1] * axis[k, 1] + T[k, 0, 2] * axis[k, 2]
+            wy = T[k, 1, 0] * axis[k, 0] + T[k, 1, 1] * axis[k, 1] + T[k, 1, 2] * axis[k, 2]
+            wz = T[k, 2, 0] * axis[k, 0] + T[k, 2, 1] * axis[k, 1] + T[k, 2, 2] * axis[k, 2]
+            if jt == REVOLUTE:
+                rx = cen[l, 0] - T[k, 0, 3]
+                ry = cen[l, 1] - T[k, 1, 3]
+                rz = cen[l, 2] - T[k, 2, 3]
+                vx += v * (wy * rz - wz * ry)
+                vy += v * (wz * rx - wx * rz)
+                vz += v * (wx * ry - wy * rx)
+                ox += v * wx
+                oy += v * wy
+                oz += v * wz
+            else:
+                vx += v * wx
+                vy += v * wy
+                vz += v * wz
+        k = parent[k]
+    return ((np.sqrt(vx * vx + vy * vy + vz * vz) + brad[l] * np.sqrt(ox * ox + oy * oy + oz * oz))
+            * (1.0 + 1e-9) + 1e-12)
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -347,17 +402,27 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
     o_cg = o_w + 9 + W
     cg = fw[o_cg: o_cg + L * L].reshape((L, L))
     ca = fw[o_cg + L * L: o_cg + 2 * L * L].reshape((L, L))
-    B = fw[o_cg + 2 * L * L: o_cg + 2 * L * L + L]
+    Om = fw[o_cg + 2 * L * L: o_cg + 2 * L * L + L]
     aready = fw[o_cg + 2 * L * L + L: o_cg + 2 * L * L + 2 * L]
     o_pn = o_cg + 2 * L * L + 2 * L
     pn = fw[o_pn: o_pn + P]
     ilo = fw[o_pn + P: o_pn + 2 * P]
     ihi = fw[o_pn + 2 * P: o_pn + 3 * P]
+    BV = fw[o_pn + 3 * P: o_pn + 3 * P + L]
+    # Om[k]: bound of the angular speed (per unit t) of joint k's axis: the revolute joints
+    # above k
+    Om[0] = 0.0
+    for k in range(1, L):
+        j = parent[k]
+        Om[k] = Om[j]
+        if j > 0 and jtype[j] == REVOLUTE:
+            Om[k] += abs(scale[j] * d[qidx[j]])
     # ---- motion bounds of the links (per unit of t) and of the tube
     for l in range(L):
         M[l] = 0.0
         E[l] = 0.0
-        B[l] = 0.0
+        BV[l] = 0.0
+        bo = 0.0
         for k in range(L):
             cm[k, l] = 0.0
             ce[k, l] = 0.0
@@ -377,9 +442,14 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                 if jt == REVOLUTE:
                     # the distance of l's points from k's axis grows at most at rate ``below``
                     cg[k, l] = mv * below
-                    B[l] += cg[k, l]
+                    # velocity field: d/dt of mv * w_k x (c - p_k) is at most
+                    # mv * (2 Om_k |c - p_k| + the motion through k and below)
+                    BV[l] += mv * (2.0 * Om[k] * acc + below + mv * acc)
+                    bo += mv * Om[k]
                     mv *= acc
                     ev *= acc
+                else:
+                    BV[l] += mv * Om[k]
                 cm[k, l] = mv
                 ce[k, l] = ev
                 M[l] += mv
@@ -391,6 +461,7 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     acc += max(abs(v0), abs(v1)) + s * tube[j]
             acc += np.sqrt(origin[k, 0, 3] ** 2 + origin[k, 1, 3] ** 2 + origin[k, 2, 3] ** 2)
             k = parent[k]
+        BV[l] += brad[l] * bo
     # ---- per-pair bounds; horizons start at 0 (every pair evaluated at t = 0)
     for l in range(L):
         Mp[l] = M[l]
@@ -490,19 +561,19 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     r = 0
                     break
                 if Mp[p] > 0.0:
-                    # the static bound, or the bound from the joint axes' distances here
-                    # (A, growing at most at rate Bq): the longer step of the two
+                    # the static bound, or a bound from this configuration (speed A, growing
+                    # at most at rate Bq): the longer step of the two
                     step = slack / Mp[p]
                     if p < L:
-                        ok = _inline_call_or(_rates, False, p, T, cen, axis, jtype, qidx, scale,
-                                             parent, d, brad, ca, aready)
-                        A = 0.0
-                        k = p
-                        while k > 0:
-                            A += ca[k, p]
-                            k = parent[k]
-                        Bq = B[p]
+                        # a link against the world: the velocity field of its bounding sphere
+                        # (never above the sum over the joints of the axis-distance bound)
+                        A = _inline_call_or(_velocity_bound, np.inf, p, T, cen, axis, jtype,
+                                            qidx, scale, parent, d, brad)
+                        ok = np.isfinite(A)
+                        Bq = BV[p]
                     else:
+                        # a self pair: the joint axes' distances of both links (below their
+                        # common ancestor)
                         kk = p - L
                         a = self_a[kk]
                         b = self_b[kk]

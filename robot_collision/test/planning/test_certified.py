@@ -345,3 +345,42 @@ def test_an_obstacle_met_between_the_evaluations_is_never_certified(
             assert ok.all(), f"certified, collides at t = {np.flatnonzero(~ok)[0]}: {a} -> {b}"
         if delta == -1e-2:
             assert code == 1, f"an edge 1 cm from the ball not certified: {a} -> {b}"
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.2, 0.6, 1.5]),
+       link=st.sampled_from([-1, -2, -3]), clearance=st.sampled_from([0.0, 0.01]))
+def test_the_velocity_field_bound_never_certifies_an_edge_meeting_a_ball(
+        mixed_robot: RobotModel, seed: int, scale: float, link: int, clearance: float) -> None:
+    """The world pairs' motion bound from the evaluated configuration (the velocity field of
+    the link's bounding sphere, issue 23) on the arm with a continuous, a prismatic and a mimic
+    joint, whose speeds add and cancel: a ball near one of the last links, grown so that the
+    brute-force closest approach of the edge (to the whole arm) meets it, with ``clearance``,
+    by 0.1-1 mm. Met: never certified; missed by 0.01 mm - 1 cm and certified: free, with
+    ``clearance``, at 1e4 samples (exact checker)."""
+    rng = np.random.default_rng(seed)
+    robot = mixed_robot
+    checker = CollisionChecker(robot)
+    for _ in range(50):
+        a = robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * scale, robot.lower, robot.upper)
+        if checker.is_valid_batch(_dense(a, b, 200), []).all():
+            break
+    tm = float(rng.uniform(0.1, 0.9))
+    poses = robot.link_poses(a + (b - a) * tm)
+    u = rng.normal(size=3)
+    center = poses[link][:3, 3] + u / np.linalg.norm(u) * rng.uniform(0.06, 0.2)
+    gap, _ = _ball_gap(checker, a, b, center, 0.02)
+    assume(gap > clearance)
+    oracle = CollisionChecker(robot, padding=clearance) if clearance > 0 else checker
+    for delta in (1e-3, 1e-4, -1e-5, -1e-3, -1e-2):
+        radius = 0.02 + gap - clearance + delta  # distance at the closest approach: c - delta
+        world = [WorldObject(Sphere(radius), _at(center), "ball")]
+        F, I = checker.packed(world)
+        code, _ = motion_certified_packed(a, b - a, np.zeros(a.shape[0]), F, I, False,
+                                          clearance)
+        if delta > 0.0:
+            assert code == 0, f"an edge meeting the ball by {delta} m certified: {a} -> {b}"
+        elif code == 1:
+            ok = oracle.is_valid_batch(_dense(a, b), world, ignore_self=True)
+            assert ok.all(), f"certified, collides at t = {np.flatnonzero(~ok)[0]}: {a} -> {b}"
