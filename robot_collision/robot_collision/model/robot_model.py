@@ -132,8 +132,8 @@ class RobotModel:
         meshes whose hull is much larger than the mesh, by the rule and parameters of
         :class:`~robot_collision.geometry.decomposition.DecompositionOptions`, the hull for the
         others), for all links or per link name. The meshes to decompose are decomposed in
-        this process (in parallel processes with ``DecompositionOptions.workers`` > 1). Without ``decomposition``
-        options, a ``mesh_mode`` that says ``"auto"`` anywhere decomposes with the cheaper
+        this process (in parallel processes with ``DecompositionOptions.workers`` > 1).
+        Without ``decomposition`` options, a ``mesh_mode`` that says ``"auto"`` anywhere decomposes with the cheaper
         :data:`~robot_collision.geometry.decomposition.AUTO_DECOMPOSITION`, else with
         ``DecompositionOptions()``.
 
