@@ -134,7 +134,8 @@ class RobotModel:
         others), for all links or per link name. The meshes to decompose are decomposed in
         this process (in parallel processes with ``DecompositionOptions.workers`` > 1).
         Without ``decomposition`` options, a ``mesh_mode`` that says ``"auto"`` anywhere
-        decomposes with the cheaper :data:`~robot_collision.geometry.decomposition.AUTO_DECOMPOSITION`, else with
+        decomposes with the cheaper
+        :data:`~robot_collision.geometry.decomposition.AUTO_DECOMPOSITION`, else with
         ``DecompositionOptions()``.
 
         A ``.xacro`` file (URDF or SRDF) is expanded with the ``xacro`` package and
