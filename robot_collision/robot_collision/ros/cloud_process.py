@@ -1,4 +1,4 @@
-"""The per-point work of sensed clouds in a process of its own, at the lowest CPU priority.
+"""The per-point work of sensed clouds in a process of its own, at a lower CPU priority.
 
 A node's cloud worker thread and its control tick share one interpreter. Measured with
 ``benchmarks/run.py cloud_delivery`` (1 M-point clouds at 10 Hz into the velocity filter, a quiet
@@ -11,7 +11,8 @@ made it worse (descheduled while it held the lock).
 
 :class:`CloudProcess` therefore runs :meth:`~robot_collision.ros.point_clouds.SensedClouds.reduce`
 (everything per point: surface, occlusion, merging, self-filter, radius classes, the indexes,
-the fused voxel map of ``cloud_persistence``) in a child interpreter at nice ``NICE``: the node's
+the fused voxel map of ``cloud_persistence``) in a child interpreter at a lower priority
+(``NICE``): the node's
 thread does the checks, the decimation to ``cloud_max_pixels`` and the tf lookup
 (:meth:`~robot_collision.ros.point_clouds.SensedClouds.cloud_input`), sends that
 :class:`~robot_collision.ros.point_clouds.CloudInput` (a 30 k-pixel grid: ~1 MB) and waits,
@@ -45,8 +46,11 @@ from .point_clouds import CloudError, CloudInput, CloudSettings, SensedClouds
 
 __all__ = ["CloudProcess", "NICE"]
 
-NICE = 19
-"""Niceness of the child: the node's threads (nice 0) take a core from it at once."""
+NICE = 5
+"""Niceness added to the child's: the node's threads (nice 0) get a contended core first
+(weight 1024 against 335), and the child still gets a share when the machine is busy. At 19
+(weight 15) it starved: a fresh install's demo, compiling kernels beside a CI run, had its
+filter report "no cloud newer than cloud_max_age 2 s" for minutes."""
 
 
 class CloudProcess:

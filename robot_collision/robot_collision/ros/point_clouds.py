@@ -1318,8 +1318,6 @@ class CloudSubscriptions:
             # at most SWITCH_INTERVAL between the worker's bytecodes (default 5 ms)
             if sys.getswitchinterval() > self.SWITCH_INTERVAL:
                 sys.setswitchinterval(self.SWITCH_INTERVAL)
-            if self._make_reducer is not None and self._clouds.reducer is None:
-                self._reducer = self._clouds.reducer = self._make_reducer(self._clouds)
             self._thread = threading.Thread(
                 target=self._run, daemon=True, name=f"{self._node.get_name()}_clouds")
             self._thread.start()
@@ -1369,6 +1367,16 @@ class CloudSubscriptions:
             busy = False
             if not self._ready.is_set():
                 continue
+            if self._make_reducer is not None:
+                # made once the node's own kernels are loaded (resume()): a child compiling
+                # its kernels beside the node's start-up warm-up slowed both
+                make, self._make_reducer = self._make_reducer, None
+                try:
+                    self._reducer = self._clouds.reducer = make(self._clouds)
+                except Exception as exc:  # e.g. no process can be started: work here
+                    self._node.get_logger().error(
+                        f"point cloud worker process not started ({type(exc).__name__}: {exc});"
+                        " clouds are processed in the node's worker thread")
             try:
                 now = time.monotonic()
                 if now >= self._next_qos_check:

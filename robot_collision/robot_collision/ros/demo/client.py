@@ -629,6 +629,11 @@ class DemoClient:
         does not answer in time)."""
         start = time.monotonic()
         timeout = self.settings.plan_timeout
+        if not getattr(self, "_planned_once", False):
+            # the planner answers goals while it still loads (a first start: compiles) its
+            # kernels, which the readiness check does not wait for: seen 167 s on a fresh
+            # install beside a CI run, so the first plan may take up to ready_timeout more
+            timeout += self.settings.ready_timeout
         handle = None
         for attempt in (1, 2):
             send = self.in_executor(lambda: self._plan_client.send_goal_async(goal))
@@ -646,6 +651,7 @@ class DemoClient:
                 self.in_executor(handle.cancel_goal_async)
             raise RuntimeError(f"no planning result within {timeout:g} s")
         self.last_plan_wall_time = time.monotonic() - start
+        self._planned_once = True
         return res.result().result
 
     def joint_goal(self, q: Union[Sequence[float], NDArray[np.float64]]) -> Any:
