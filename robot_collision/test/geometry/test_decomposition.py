@@ -22,9 +22,9 @@ from robot_collision.geometry.shapes import Mesh, WorldObject
 S = 0.1  # m per unit of the L below
 
 
-def l_prism() -> TriangleMesh:
-    """An L-shaped prism: the L (0,0) (2,0) (2,1) (1,1) (1,2) (0,2) (x S) extruded by S."""
-    ring = np.array([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]], dtype=float) * S
+def _extruded_l(ring: np.ndarray) -> TriangleMesh:
+    """The L-shaped outline ``ring`` (6, 2), starting at its inner-free corner (0, 0),
+    extruded by S."""
     v = np.vstack([np.c_[ring, np.zeros(6)], np.c_[ring, np.full(6, S)]])
     faces = []
     for k in range(1, 5):  # caps: fans from (0, 0), which sees every vertex of the L
@@ -34,6 +34,12 @@ def l_prism() -> TriangleMesh:
         a, b = k, (k + 1) % 6
         faces += [[a, b, 6 + b], [a, 6 + b, 6 + a]]
     return TriangleMesh(v, np.array(faces, dtype=np.int64))
+
+
+def l_prism() -> TriangleMesh:
+    """An L-shaped prism: the L (0,0) (2,0) (2,1) (1,1) (1,2) (0,2) (x S) extruded by S."""
+    ring = np.array([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]], dtype=float) * S
+    return _extruded_l(ring)
 
 
 def write_obj(mesh: TriangleMesh, path: Path) -> Path:
@@ -227,15 +233,7 @@ def thin_l_prism() -> TriangleMesh:
     """An L of arms 0.4 wide in a 2 x 2 square (x S), extruded by S: 47 % of its hull is
     outside it (area 1.44 of 2.72)."""
     ring = np.array([[0, 0], [2, 0], [2, 0.4], [0.4, 0.4], [0.4, 2], [0, 2]], dtype=float) * S
-    v = np.vstack([np.c_[ring, np.zeros(6)], np.c_[ring, np.full(6, S)]])
-    faces = []
-    for k in range(1, 5):  # caps: fans from (0, 0), which sees every vertex of the L
-        faces.append([0, k + 1, k])
-        faces.append([6, 6 + k, 6 + k + 1])
-    for k in range(6):  # sides
-        a, b = k, (k + 1) % 6
-        faces += [[a, b, 6 + b], [a, 6 + b, 6 + a]]
-    return TriangleMesh(v, np.array(faces, dtype=np.int64))
+    return _extruded_l(ring)
 
 
 def box_mesh(size: float = 0.2) -> TriangleMesh:
