@@ -255,6 +255,9 @@ def run_env(name: str, work: Path, pytest_args: list[str], ref: str = "") -> dic
     result["tests_s"] = round(time.monotonic() - t_tests)
     result["tests"] = summary_counts(proc.stdout)
     result["pytest_rc"] = proc.returncode
+    # pytest's short summary: "FAILED test/x.py::name - message" (also ERROR)
+    result["failures"] = [line for line in proc.stdout.splitlines()
+                          if line.startswith(("FAILED ", "ERROR "))][:20]
     # 6. a second process loading the cached kernels (numba <= 0.62.1 segfaulted here)
     proc = run([py, "-c", RELOAD], log, cwd=pkg, env=env)
     result["cache_reload"] = proc.returncode == 0
@@ -272,7 +275,23 @@ def run_env(name: str, work: Path, pytest_args: list[str], ref: str = "") -> dic
           f"{'ok' if result['cache_reload'] else 'FAILED'}; replaced "
           f"{result['replaced'] or 'nothing'} -> {'PASS' if result['ok'] else 'FAIL'} "
           f"({result['total_s']} s)", flush=True)
+    for line in result["failures"]:
+        print(f"   {line}", flush=True)
     return result
+
+
+def failure_report(results: list[dict[str, Any]]) -> str:
+    """What failed, per environment (for the end of a CI log, where it is read)."""
+    out = []
+    for r in results:
+        if r.get("ok"):
+            continue
+        why = r.get("error") or (f"pytest exit {r.get('pytest_rc')}, "
+                                 f"{_counts_text(r.get('tests', {}))}; cache reload "
+                                 f"{'ok' if r.get('cache_reload') else 'FAILED'}")
+        out.append(f"compat {r['env']} FAILED: {why} (log: {r.get('log')})")
+        out += [f"  {line}" for line in r.get("failures", [])]
+    return "\n".join(out)
 
 
 def _counts_text(counts: dict[str, int]) -> str:
@@ -327,7 +346,13 @@ def main() -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments")
     ap.add_argument("--ref", default="", help="test this commit (default: the work tree)")
+    ap.add_argument("--report", metavar="JSON",
+                    help="only print what failed in an earlier run's --json results")
     args = ap.parse_args()
+    if args.report:
+        print(failure_report(json.loads(Path(args.report).read_text(encoding="utf-8")))
+              or "compat: every environment passed")
+        return 0
     names = list(ENVS) if args.envs == ["all"] else (args.envs or DEFAULT)
     unknown = [n for n in names if n not in ENVS]
     if unknown:
