@@ -318,7 +318,9 @@ def test_no_path_max_iterations_and_time_limit(planar) -> None:
         planner.plan([0.0, 0.0], [np.pi, 0.0], time_limit=0.15)
     elapsed = time.perf_counter() - t0
     assert err.value.stats.exit_reason == "time_limit"  # type: ignore[attr-defined]
-    assert 0.15 <= elapsed < 0.15 + 0.05
+    # the limit is checked every ms; 100 ms of slack for a preempted test process on a loaded
+    # CI machine, where one scheduling delay can exceed 50 ms
+    assert 0.15 <= elapsed < 0.15 + 0.1
 
 
 def test_cancel_within_10_ms_and_progress(planar) -> None:
