@@ -308,6 +308,7 @@ class DemoClient:
         self._phase = ""
         self._watch = ""  # world object whose closest robot body is followed (step 2)
         self.last_plan_wall_time = math.nan
+        self._planned_once = False  # the first plan may wait for the planner's kernels
         # rclpy's ActionClient is not thread-safe: a goal sent from this (scenario) thread while
         # the executor thread spins can have its response taken before the request is
         # registered ("Ignoring unexpected goal response"); action calls therefore run in the
@@ -629,7 +630,7 @@ class DemoClient:
         does not answer in time)."""
         start = time.monotonic()
         timeout = self.settings.plan_timeout
-        if not getattr(self, "_planned_once", False):
+        if not self._planned_once:
             # the planner answers goals while it still loads (a first start: compiles) its
             # kernels, which the readiness check does not wait for: seen 167 s on a fresh
             # install beside a CI run, so the first plan may take up to ready_timeout more
