@@ -201,7 +201,7 @@ def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset
         + ws.vcount.shape[0] + ws.verts.shape[0] + ws.box.shape[0] + ws.cloud.shape[0]
         + ws.cloud_f.shape[0] + ws.cloud_i.shape[0]
         + pr.self_a.shape[0] + pr.self_b.shape[0] + pr.self_pad.shape[0]
-        + pr.world_pad.shape[0]
+        + pr.world_pad.shape[0] + pr.world_skip.shape[0]
     )
     return r if held >= 0 else 0
 
