@@ -17,6 +17,7 @@ from robot_collision import (
     UnknownNameError,
     WorldObject,
 )
+from robot_collision.collision.scene_packing import unpack_scene
 from robot_collision.geometry.distance import distance as pair_distance
 from robot_collision.geometry.shapes import BOX, CAPSULE, SPHERE
 from robot_collision.geometry.transforms import make_pose, rot_x, rot_z
@@ -348,7 +349,9 @@ def test_base_pairs_fixed_verdict(default_robot: RobotModel, rng: np.random.Gene
     expected = np.array([not checker.check(q, world, exhaustive=True).in_collision for q in Q])
     np.testing.assert_array_equal(valid, expected)
     assert [checker.is_valid(q, world) for q in Q[:40]] == list(expected[:40])
-    skip = checker._prepare(world).pr.world_skip
+    sc = checker._prepare(world)
+    skip = sc.pr.world_skip
+    np.testing.assert_array_equal(unpack_scene(sc.F, sc.I)[3].world_skip, skip)  # as packed
     if base_gap > 1e-9:
         assert 0.05 < valid.mean() < 0.95
         assert skip[0].all() and not skip[1:].any()  # base_link only (the others move)
