@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ConfigurationError
 from ..geometry.shapes import WorldObject
 from ..jitcall import entry_point
+from ..model.kinematics import FIXED
 from ..model.robot_model import RobotModel
 from .block_kernels import (
     BlockRobot,
@@ -51,7 +52,7 @@ from .kernels import (
 from .pair_tables import PairTables, no_pair_tables, pair_tables
 from .results import CheckResult, PairDistances
 from .scene import PairArrays, RobotArrays, WorldArrays, robot_arrays, world_arrays
-from .scene_packing import pack_scene
+from .scene_packing import WORLD_SKIP_FIELD, pack_scene
 
 __all__ = ["CollisionChecker", "CheckResult", "SkipRule", "Padding", "PairDistances"]
 
@@ -318,9 +319,21 @@ class CollisionChecker:
                 for o, on in enumerate(names):
                     wp[li, o] = self._pad(ln, on)
         sa, sb, sp, tables = self_pairs
-        pairs = PairArrays(sa, sb, sp, wp, *tables)
+        static = self._static_links()
+        # non-static pairs skipped: the kernel below sees only the static ones
+        skip = np.repeat(~static[:, None], len(objs), axis=1).astype(np.int64)
+        pairs = PairArrays(sa, sb, sp, wp, *tables, skip)
         assert rs is not None
         F, I = pack_scene(self.robot.kin, rs, ws, pairs)
+        # The links fixed to the base never move: their pairs with the world have one verdict
+        # for every configuration, found here by the validity kernel itself (q = 0, self pairs
+        # off). If they are all free they are skipped from now on; if one collides, nothing is
+        # skipped (every configuration is then in collision, and the kernel says why).
+        seg = I[I[4 * WORLD_SKIP_FIELD]: I[4 * WORLD_SKIP_FIELD] + skip.size]
+        static_free = (static.any() and len(objs) > 0
+                       and packed_valid(np.zeros(self.robot.num_joints), F, I, False) == 1)
+        skip[:] = static[:, None] & static_free
+        seg[:] = skip.ravel()
         block = (block_scene(self.robot.kin, rs, ws, pairs, block_robot)
                  if block_robot is not None else None)
         if block is not None:
@@ -330,6 +343,17 @@ class CollisionChecker:
         valid = entry_point(kernel, np.zeros(self.robot.num_joints), vf, vi, True)
         return _Scene(rs, ws, pairs, F, I, names, block, objs, version, valid, vf, vi,
                       (self.robot.num_joints,))
+
+    def _static_links(self) -> NDArray[np.bool_]:
+        """(L,) bool: links whose pose does not depend on the configuration (the base and
+        the links attached to it through fixed joints only)."""
+        kin = self.robot.kin
+        parent, jtype = np.asarray(kin.parent), np.asarray(kin.jtype)
+        static = np.zeros(len(parent), dtype=bool)
+        static[0] = True
+        for i in range(1, len(parent)):  # parents come before their children
+            static[i] = jtype[i] == FIXED and static[parent[i]]
+        return static
 
     def _rebuild(self, objs: list[WorldObject], key: tuple[int, ...]) -> _Scene:
         self._refresh()

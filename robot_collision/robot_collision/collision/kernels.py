@@ -421,6 +421,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
     wcloud, wcf, wci = ws.cloud, ws.cloud_f, ws.cloud_i
     world_pad, self_a, self_b, self_pad = pr.world_pad, pr.self_a, pr.self_b, pr.self_pad
     tab_i, tab_f, tab_d = pr.tab_i, pr.tab_f, pr.tab_data
+    wskip = pr.world_skip
     L = link_start.shape[0] - 1
     for l in range(L):
         ready[l] = False  # shape poses are computed per link on first use
@@ -444,17 +445,19 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             continue
         x, y, z = cen[l, 0], cen[l, 1], cen[l, 2]
         # the link's bounding sphere against every object's enclosing box, branch-free so that
-        # it vectorises over objects: most links are near none
+        # it vectorises over objects: most links are near none. Pairs in ``world_skip`` (a
+        # link fixed to the base, found free when the scene was built) are never near.
         near = 0
         for o in range(W):
             rr = rl + world_pad[l, o]
-            near += _inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) < rr * rr
+            near += (_inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) < rr * rr) & (
+                wskip[l, o] == 0)
         if near == 0:
             continue
         for o in range(W):
             pad = world_pad[l, o]
             rr = rl + pad
-            if _inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) >= rr * rr:
+            if wskip[l, o] != 0 or _inline_call_or(_box_gap2, 0.0, x, y, z, wbox, o) >= rr * rr:
                 continue
             if wkind[o] == POINT_CLOUD:
                 # the link's bounding sphere in constant time, then its shapes (cloud_kernels)
@@ -658,6 +661,7 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         + wvcount.shape[0] + wverts.shape[0] + wbox.shape[0]
         + wcloud.shape[0] + wcf.shape[0] + wci.shape[0]
         + world_pad.shape[0] + self_a.shape[0] + self_b.shape[0] + self_pad.shape[0]
+        + wskip.shape[0]
     )
     return ok and held >= 0
 

@@ -75,6 +75,10 @@ class PairArrays(NamedTuple):
     tab_i: NDArray[np.int64]  # (K, 8)
     tab_f: NDArray[np.float64]  # (K, 28)
     tab_data: NDArray[np.float64]  # (D,)
+    # (L, W) 1 where the boolean validity kernels skip (link, world object): the link is fixed
+    # to the base (its pose never depends on q) and the pair was found free when the scene was
+    # built, so its verdict is the same for every configuration; distances ignore it
+    world_skip: NDArray[np.int64]
 
 
 def _bound(

@@ -54,7 +54,10 @@ _FIELDS = (
     (3, 4, 2, True),
     (3, 5, 2, False),
     (3, 6, 1, False),
+    (3, 7, 2, True),
 )
+# the header index of PairArrays.world_skip (CollisionChecker rewrites it in a packed scene)
+WORLD_SKIP_FIELD = 36
 _HEADER = 4 * len(_FIELDS)
 
 
@@ -143,7 +146,7 @@ def unpack_scene(F, I):  # type: ignore[no-untyped-def]
         _i1(I, 30),
     )
     pr = PairArrays(_i1(I, 24), _i1(I, 25), _f1(F, I, 26), _f2(F, I, 27), _i2(I, 33),
-                    _f2(F, I, 34), _f1(F, I, 35))
+                    _f2(F, I, 34), _f1(F, I, 35), _i2(I, 36))
     return kin, rs, ws, pr
 
 
@@ -209,6 +212,6 @@ def unpack_scene_borrowed(F, I):  # type: ignore[no-untyped-def]
         _bi1(I, 30),
     )
     pr = PairArrays(_bi1(I, 24), _bi1(I, 25), _bf1(F, I, 26), _bf2(F, I, 27), _bi2(I, 33),
-                    _bf2(F, I, 34), _bf1(F, I, 35))
+                    _bf2(F, I, 34), _bf1(F, I, 35), _bi2(I, 36))
     return kin, rs, ws, pr
 

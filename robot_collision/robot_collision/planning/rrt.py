@@ -18,7 +18,9 @@ to ``max_goal_samples``), another one towards which the start tree then extends.
 
 Edges. With ``edge_validation="certified"`` (default) every edge of a returned path is
 certified collision-free over its whole segment, with ``min_clearance`` to spare, by conservative
-advancement (:mod:`robot_collision.collision.certified`): the trees grow with the discrete check
+advancement (:mod:`robot_collision.collision.certified`): the straight start-goal motion is
+certified first, as one segment (if it is, the direct connect below adds the same nodes without
+discrete checks, and they are the path); otherwise the trees grow with the discrete check
 below and the path found is certified edge by edge; if one of its edges is not certified, the
 run starts over from the same random stream with every edge certified inside the loop. With
 ``"discrete"`` (the behaviour before issue 23, bit for bit) edges are valid when every
@@ -91,6 +93,7 @@ from .rrt_kernels import (
     _I_CHECKS,
     _I_CONN0,
     _I_CONN1,
+    _I_DIRECT,
     _I_GOAL_TRIES,
     _I_ITER,
     _INTERRUPTED,
@@ -305,7 +308,7 @@ class BiRRT:
                              int(self._check_self), int(region), ee, o.ik_max_iterations,
                              o.max_goal_samples, max_add, int(o.balance_trees),
                              int(o.dynamic_domain),
-                             int(o.edge_validation == "certified")], dtype=np.int64)
+                             int(o.edge_validation == "certified"), 0], dtype=np.int64)
             self._params = (key, max_add, cap, fpar, ipar)
         return self._params[1], self._params[2], self._params[3], self._params[4]
 
@@ -322,7 +325,7 @@ class BiRRT:
         nodes = np.zeros((2, _LANES, n))
         nodes[:, 0] = q
         size = np.ones(2, dtype=np.int64)
-        ipar = np.zeros(11, dtype=np.int64)  # max_iterations = 0: returns at once
+        ipar = np.zeros(12, dtype=np.int64)  # max_iterations = 0: returns at once
         _rrt_chunk(F, I, BF, BI, nodes, np.zeros((2, _LANES * n)),
                    np.full((2, _LANES), -1, dtype=np.int64), np.full((2, _LANES), _NO_RADIUS),
                    size, np.zeros(_NSTATE, dtype=np.int64), rng, slo, shi, cont,
@@ -519,6 +522,7 @@ class BiRRT:
         if o.edge_validation == "certified":
             lazy = ipar.copy()
             lazy[10] = 0
+            lazy[11] = 1  # the direct start-goal motion certified first, as one segment
             passes = [lazy, ipar]
         rng0 = rng.copy()
         checks_before = 0
@@ -581,8 +585,8 @@ class BiRRT:
                     break
                 path = _extract_path(nodes, parents, istate[_I_CONN0], istate[_I_CONN1],
                                      q_start, cont, self._has_cont())
-                if pass_no == len(passes) - 1:
-                    break
+                if pass_no == len(passes) - 1 or istate[_I_DIRECT] == 2:
+                    break  # (2: the direct path, certified as one segment)
                 bad, evals = first_uncertified_counted(
                     path[:-1], np.ascontiguousarray(np.diff(path, axis=0)),
                     np.zeros((len(path) - 1, n)), F, I, self._check_self, o.min_clearance)

@@ -49,9 +49,14 @@ _I_CONN1 = 3  # goal-tree node of the connecting edge
 _I_CHECKS = 4  # configurations collision-checked
 _I_GOAL_TRIES = 5  # goal-region IK attempts
 _I_GOAL_ROOTS = 6  # goal-tree roots (goal configurations)
-_I_DIRECT = 7  # direct start-goal edge tried
+_I_DIRECT = 7  # direct start-goal edge tried (2: it succeeded, certified as one segment)
 _NSTATE = 8
 
+# how far (rad or m, per joint) the greedy nodes of the direct connect may lie off the straight
+# start-goal segment certified for them: round-off only (~1e-15 per node), taken very wide
+_DIRECT_TUBE = 1e-9
+# configurations of the direct start-goal motion checked before it is certified (at most)
+_DIRECT_PRECHECK = 16
 # "no radius yet" (finite: compiled with fastmath, which assumes no infinities)
 _NO_RADIUS = 1e300
 # most consecutive dynamic-domain rejections before a sample is used anyway
@@ -201,7 +206,7 @@ def _edge_free(q0, d, steps, q, parent, jtype, origin, axis, qidx, scale, offset
         + ws.vcount.shape[0] + ws.verts.shape[0] + ws.box.shape[0] + ws.cloud.shape[0]
         + ws.cloud_f.shape[0] + ws.cloud_i.shape[0]
         + pr.self_a.shape[0] + pr.self_b.shape[0] + pr.self_pad.shape[0]
-        + pr.world_pad.shape[0]
+        + pr.world_pad.shape[0] + pr.world_skip.shape[0]
     )
     return r if held >= 0 else 0
 
@@ -262,6 +267,8 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
     balance = ipar[8] != 0
     dynamic_domain = ipar[9] != 0
     certified = ipar[10] != 0
+    # lazy certified runs: the direct start-goal motion is certified first, as one segment
+    direct_first = ipar[11] != 0
     clearance = fpar[8]
     n = nodes.shape[2]
     cap = nodes.shape[1]
@@ -280,6 +287,7 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
     Tc, SPc, readyc, fwc, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
                                              pr.self_a.shape[0])
     tube0 = np.zeros(n)
+    tube_direct = np.full(n, _DIRECT_TUBE)
     q = np.empty(n)
     qr = np.empty(n)
     qnew = np.empty(n)
@@ -322,6 +330,33 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
             # max_connection_distance kept as nodes (like any connect), so that every edge of a
             # path respects max_connection_distance unless the heuristic is on
             cur = 0
+            # Lazy certified runs: when the straight motion from the start to the goal is
+            # certified free (whole segment, min_clearance; `tube` covers the round-off of the
+            # greedy nodes below, which lie on it), so is every configuration the greedy
+            # connect would check: it then runs without discrete checks, and the driver skips
+            # certifying the path's edges (istate[_I_DIRECT] = 2).
+            # A few configurations of the segment are checked first (most blocked motions
+            # collide at one of them), so that certifying a blocked motion, which costs more
+            # than finding the collision, is rarely attempted.
+            free_line = 0
+            if direct_first:
+                dist = _diff_into(nodes[0, 0], nodes[1, 0], cont, has_cont, d)
+                steps = min(_DIRECT_PRECHECK, max(1, int(np.ceil(dist / vd))))
+                if use_block:
+                    free_line = _call_or(_edge_free_blocked, 0, nodes[0, 0], d, steps, BF, BI,
+                                         W, RI, check_self, istate, hard_deadline, flag)
+                else:
+                    free_line = _edge_free(nodes[0, 0], d, steps, q, parent, jtype, origin,
+                                           axis, qidx, scale, offset, rs, ws, pr, check_self, T,
+                                           SP, ready, buf, istate, hard_deadline, flag)
+                if free_line == 1:
+                    free_line = _call_or(edge_certified, 0, nodes[0, 0], d, tube_direct, kin,
+                                         rs, ws, pr, check_self, clearance, Tc, SPc, readyc, fwc,
+                                         istate, _I_CHECKS, hard_deadline, flag)
+                if free_line == -1:
+                    for k in range(_NSTATE):
+                        istate[k] = saved[k]
+                    return _INTERRUPTED
             while True:
                 dist = _diff_into(nodes[0, cur], nodes[1, 0], cont, has_cont, d)
                 reach = heuristic or dist <= max_dist
@@ -333,7 +368,9 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                         dist += d[j] * d[j]
                     dist = np.sqrt(dist)
                 steps = max(1, int(np.ceil(dist / vd)))
-                if use_block:
+                if free_line == 1:
+                    r = 1
+                elif use_block:
                     r = _call_or(_edge_free_blocked, 0, nodes[0, cur], d, steps, BF, BI, W, RI,
                                  check_self, istate, hard_deadline, flag)
                 else:
@@ -354,6 +391,8 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                 if reach:
                     istate[_I_CONN0] = cur
                     istate[_I_CONN1] = 0
+                    if free_line == 1:
+                        istate[_I_DIRECT] = 2
                     return _SUCCESS
                 for j in range(n):
                     qnew[j] = nodes[0, cur, j] + d[j]

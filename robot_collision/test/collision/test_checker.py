@@ -17,6 +17,7 @@ from robot_collision import (
     UnknownNameError,
     WorldObject,
 )
+from robot_collision.collision.scene_packing import unpack_scene
 from robot_collision.geometry.distance import distance as pair_distance
 from robot_collision.geometry.shapes import BOX, CAPSULE, SPHERE
 from robot_collision.geometry.transforms import make_pose, rot_x, rot_z
@@ -327,3 +328,33 @@ def test_is_valid_accepts_any_array_like_and_follows_world_and_geometry_changes(
     robot.add_collision("link2", Sphere(1.0), np.eye(4))
     assert not checker.is_valid(q)
     assert checker.check(q).in_collision
+
+
+@pytest.mark.parametrize(("floor_top", "padding"), [(-0.01, 0.0), (0.005, 0.0), (-0.01, 0.02)])
+def test_base_pairs_fixed_verdict(default_robot: RobotModel, rng: np.random.Generator,
+                                  floor_top: float, padding: float) -> None:
+    """The base never moves, so its pairs with the world are decided once per scene (and
+    skipped when free): validity still equals the exhaustive distances' verdict, and a base
+    that touches the floor (per-shape ``distance`` oracle) makes every configuration invalid."""
+    floor = WorldObject(Box(1.6, 1.6, 0.04), make_pose(np.eye(3), [0, 0, floor_top - 0.02]),
+                        "floor")
+    world = [floor, WorldObject(Box(0.3, 0.8, 0.5), make_pose(np.eye(3), [0.65, 0, 0.25]),
+                                "crate")]
+    checker = CollisionChecker(default_robot, padding=padding)
+    base = default_robot.link_names[0]
+    base_gap = min(pair_distance(s, p, floor.shape, floor.pose)[0]
+                   for s, p in default_robot.collision_geometry(base)) - padding
+    Q = np.array([default_robot.random_configuration(rng) for _ in range(300)])
+    valid = checker.is_valid_batch(Q, world)
+    expected = np.array([not checker.check(q, world, exhaustive=True).in_collision for q in Q])
+    np.testing.assert_array_equal(valid, expected)
+    assert [checker.is_valid(q, world) for q in Q[:40]] == list(expected[:40])
+    sc = checker._prepare(world)
+    skip = sc.pr.world_skip
+    np.testing.assert_array_equal(unpack_scene(sc.F, sc.I)[3].world_skip, skip)  # as packed
+    if base_gap > 1e-9:
+        assert 0.05 < valid.mean() < 0.95
+        assert skip[0].all() and not skip[1:].any()  # base_link only (the others move)
+    else:
+        assert base_gap < -1e-9  # (not a grazing contact)
+        assert not valid.any() and not skip.any()

@@ -1,6 +1,7 @@
 """The sphere-cover broad phase and the self-pair joint-space tables change no verdict:
-validity with both against the exact narrow phase alone (covers and tables disabled: every pair
-that survives culling goes to GJK / the closed forms), on fixed random configurations of the
+validity with both (and with the base's world pairs decided once per scene) against the exact
+narrow phase alone (covers, tables and that skip disabled: every pair that survives culling goes
+to GJK / the closed forms), on fixed random configurations of the
 mesh Panda in MotionBenchMaker scenes and of the default arm (capsules, boxes, cylinders) in its
 demo world."""
 
@@ -31,7 +32,9 @@ def _exact_and_covered(checker: CollisionChecker, world: list, Q: np.ndarray,
     rs0 = sc.rs._replace(cover_index=sc.rs.cover_index * np.array([1, 0, 1, 0]))
     ti0 = sc.pr.tab_i.copy()
     ti0[:, 0] = -1
-    F0, I0 = pack_scene(checker.robot.kin, rs0, sc.ws, sc.pr._replace(tab_i=ti0))
+    # (and no base pair decided once per scene: world_skip cleared)
+    F0, I0 = pack_scene(checker.robot.kin, rs0, sc.ws,
+                        sc.pr._replace(tab_i=ti0, world_skip=0 * sc.pr.world_skip))
     exact = np.empty(len(Q), dtype=bool)
     covered = np.empty(len(Q), dtype=bool)
     packed_valid_serial(Q, F0, I0, check_self, exact)

@@ -384,3 +384,34 @@ def test_the_velocity_field_bound_never_certifies_an_edge_meeting_a_ball(
         elif code == 1:
             ok = oracle.is_valid_batch(_dense(a, b), world, ignore_self=True)
             assert ok.all(), f"certified, collides at t = {np.flatnonzero(~ok)[0]}: {a} -> {b}"
+
+
+@pytest.mark.parametrize("clearance", [0.0, 0.01])
+def test_direct_paths_certified_as_one_segment(default_robot: RobotModel,
+                                               clearance: float) -> None:
+    """The planner certifies the straight start-goal motion first: a path found that way is
+    that straight motion (nodes on the segment, the discrete planner's nodes) and is free with
+    ``clearance`` to spare at 10^4 configurations (padded ``is_valid_batch`` oracle)."""
+    world = [WorldObject(Box(0.1, 0.1, 1.0), _at([0.45, 0.0, 0.5]), "post"),
+             WorldObject(Sphere(0.08), _at([-0.3, 0.3, 0.6]), "ball")]
+    oracle = CollisionChecker(default_robot, padding=clearance)
+    rng = np.random.default_rng(7)
+    direct = other = 0
+    while direct < 3 or other < 2:
+        a, b = (default_robot.random_configuration(rng) for _ in range(2))
+        if not oracle.is_valid_batch(np.array([a, b]), world).all():
+            continue
+        res = BiRRT(default_robot, RRTOptions(seed=1, min_clearance=clearance),
+                    world).plan(a, b, time_limit=10.0)
+        if res.stats.iterations > 0:
+            other += 1
+            continue
+        direct += 1
+        P = res.waypoints
+        t = (P - a) @ (b - a) / ((b - a) @ (b - a))
+        np.testing.assert_allclose(P, a + t[:, None] * (b - a), atol=1e-12)
+        assert t[0] == 0.0 and t[-1] == pytest.approx(1.0, abs=1e-12) and np.all(np.diff(t) > 0)
+        assert oracle.is_valid_batch(_dense(a, b), world).all()
+        discrete = BiRRT(default_robot, RRTOptions(seed=1, edge_validation="discrete"),
+                         world).plan(a, b, time_limit=10.0)
+        np.testing.assert_array_equal(discrete.waypoints, P)
