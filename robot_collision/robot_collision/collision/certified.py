@@ -562,16 +562,21 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                     break
                 if Mp[p] > 0.0:
                     # the static bound, or a bound from this configuration (speed A, growing
-                    # at most at rate Bq): the longer step of the two
+                    # at most at rate Bq): the longer step of the two; the latter only when
+                    # the static step does not already reach the end of the edge and back to
+                    # h[p] (the result is the same, without the cost of that bound)
                     step = slack / Mp[p]
-                    if p < L:
+                    ok = step < max(1.0 - t, t - h[p])
+                    A = np.inf
+                    Bq = 0.0
+                    if ok and p < L:
                         # a link against the world: the velocity field of its bounding sphere
                         # (never above the sum over the joints of the axis-distance bound)
                         A = _inline_call_or(_velocity_bound, np.inf, p, T, cen, axis, jtype,
                                             qidx, scale, parent, d, brad)
                         ok = np.isfinite(A)
                         Bq = BV[p]
-                    else:
+                    elif ok:
                         # a self pair: the joint axes' distances of both links (below their
                         # common ancestor)
                         kk = p - L
@@ -594,10 +599,9 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                                 A += ca[y, b]
                                 Bq += cg[y, b]
                                 y = parent[y]
-                    if not ok:
-                        A = np.inf  # (a failed helper: the static bound alone)
-                    step2 = 2.0 * slack / (A + np.sqrt(A * A + 2.0 * Bq * slack))
-                    step = max(step, step2)
+                    if ok:  # (a failed helper: the static bound alone)
+                        step2 = 2.0 * slack / (A + np.sqrt(A * A + 2.0 * Bq * slack))
+                        step = max(step, step2)
                 else:
                     step = _FAR
                 # the pair is clear on [t - step, t + step] (the bounds hold both ways)
