@@ -285,33 +285,34 @@ def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def _rates(l, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready):  # type: ignore[no-untyped-def]
+def _rates(l, top, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready):  # type: ignore[no-untyped-def]
     """``ca[k, l]``: how fast (per unit t, here) the points of link ``l``'s bounding sphere move
     through joint ``k``: ``|scale_k * d_k|`` times their largest distance from k's axis in this
-    configuration (revolute), or times 1 (prismatic). Once per link and configuration."""
-    if aready[l] == 0.0:
-        aready[l] = 1.0
-        k = l
-        while k > 0:
-            jt = jtype[k]
-            ca[k, l] = 0.0
-            if jt != FIXED:
-                v = abs(scale[k] * d[qidx[k]])
-                if jt == REVOLUTE and v > 0.0:
-                    wx = T[k, 0, 0] * axis[k, 0] + T[k, 0, 1] * axis[k, 1] + T[k, 0, 2] * axis[k, 2]
-                    wy = T[k, 1, 0] * axis[k, 0] + T[k, 1, 1] * axis[k, 1] + T[k, 1, 2] * axis[k, 2]
-                    wz = T[k, 2, 0] * axis[k, 0] + T[k, 2, 1] * axis[k, 1] + T[k, 2, 2] * axis[k, 2]
-                    vx = cen[l, 0] - T[k, 0, 3]
-                    vy = cen[l, 1] - T[k, 1, 3]
-                    vz = cen[l, 2] - T[k, 2, 3]
-                    cx = wy * vz - wz * vy
-                    cy = wz * vx - wx * vz
-                    cz = wx * vy - wy * vx
-                    # (|w| = 1 up to round-off: 1e-9 relative margin)
-                    perp = np.sqrt(cx * cx + cy * cy + cz * cz) * (1.0 + 1e-9) + 1e-12
-                    v *= perp + brad[l]
-                ca[k, l] = v
-            k = parent[k]
+    configuration (revolute), or times 1 (prismatic); for the joints ``k > top`` of l's chain,
+    i.e. below its ancestor ``top`` (a self pair needs those below the common ancestor). Each
+    once per configuration: ``aready[l]`` is the last one computed (0: none yet)."""
+    k = l if aready[l] == 0.0 else parent[int(aready[l])]
+    while k > top:
+        aready[l] = k
+        jt = jtype[k]
+        ca[k, l] = 0.0
+        if jt != FIXED:
+            v = abs(scale[k] * d[qidx[k]])
+            if jt == REVOLUTE and v > 0.0:
+                wx = T[k, 0, 0] * axis[k, 0] + T[k, 0, 1] * axis[k, 1] + T[k, 0, 2] * axis[k, 2]
+                wy = T[k, 1, 0] * axis[k, 0] + T[k, 1, 1] * axis[k, 1] + T[k, 1, 2] * axis[k, 2]
+                wz = T[k, 2, 0] * axis[k, 0] + T[k, 2, 1] * axis[k, 1] + T[k, 2, 2] * axis[k, 2]
+                vx = cen[l, 0] - T[k, 0, 3]
+                vy = cen[l, 1] - T[k, 1, 3]
+                vz = cen[l, 2] - T[k, 2, 3]
+                cx = wy * vz - wz * vy
+                cy = wz * vx - wx * vz
+                cz = wx * vy - wy * vx
+                # (|w| = 1 up to round-off: 1e-9 relative margin)
+                perp = np.sqrt(cx * cx + cy * cy + cz * cz) * (1.0 + 1e-9) + 1e-12
+                v *= perp + brad[l]
+            ca[k, l] = v
+        k = parent[k]
     return True
 
 
@@ -582,10 +583,17 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
                         kk = p - L
                         a = self_a[kk]
                         b = self_b[kk]
-                        ok = _inline_call_or(_rates, False, a, T, cen, axis, jtype, qidx, scale,
-                                             parent, d, brad, ca, aready)
-                        ok = _inline_call_or(_rates, False, b, T, cen, axis, jtype, qidx, scale,
-                                             parent, d, brad, ca, aready) and ok
+                        x = a
+                        y = b
+                        while x != y:
+                            if x > y:
+                                x = parent[x]
+                            else:
+                                y = parent[y]
+                        ok = _inline_call_or(_rates, False, a, x, T, cen, axis, jtype, qidx,
+                                             scale, parent, d, brad, ca, aready)
+                        ok = _inline_call_or(_rates, False, b, x, T, cen, axis, jtype, qidx,
+                                             scale, parent, d, brad, ca, aready) and ok
                         A = 0.0
                         Bq = 0.0
                         x = a
