@@ -15,7 +15,7 @@ collision, and the ratio of the certified median to the discrete one.
 ``edges``: edges per second on one thread, random edges (uniform start, random direction, 0.3
 and 1.0 rad) in one scene per MBM set with the sphere Panda and the mesh Panda: discrete
 (``is_motion_valid(mode="discrete")``'s kernel, 1/32 rad) vs certified (the discrete check, then
-conservative advancement when it passes, as ``is_motion_valid``'s default).
+inflated samples and conservative advancement when it passes, as ``is_motion_valid``'s default).
 """
 
 from __future__ import annotations
@@ -177,11 +177,14 @@ def edges(robot_name: str, n_edges: int) -> dict[str, Any]:
             # certified = the discrete check, then conservative advancement of the free edges
             idx = np.flatnonzero(free)
             cert = np.zeros(len(idx), dtype=np.int64)
-            edges_certified_packed(Q0[idx[:2]], D[idx[:2]], sc.F, sc.I, True, 0.0, cert[:2])
+            BF, BI = ((sc.block.BF, sc.block.BI) if sc.block is not None
+                      else (np.zeros(0), np.zeros(0, dtype=np.int64)))
+            edges_certified_packed(Q0[idx[:2]], D[idx[:2]], sc.F, sc.I, BF, BI, True, 0.0,
+                                   cert[:2])
             t0 = time.perf_counter()
             evals += int(edges_certified_packed(np.ascontiguousarray(Q0[idx]),
-                                                np.ascontiguousarray(D[idx]), sc.F, sc.I, True,
-                                                0.0, cert))
+                                                np.ascontiguousarray(D[idx]), sc.F, sc.I, BF, BI,
+                                                True, 0.0, cert))
             t_cert += time.perf_counter() - t0
             n_cert += int((cert == 1).sum())
         total = n_edges * len(problems)

@@ -39,7 +39,7 @@ from .block_kernels import (
     edge_valid_blocked,
     single_valid_blocked,
 )
-from .certified import motion_certified_packed
+from .certified import first_uncertified_blocked
 from .clearance import ClearanceTable, clearance_table
 from .kernels import (
     matlab_matrices,
@@ -457,9 +457,12 @@ class CollisionChecker:
             return False
         if mode == "discrete":
             return True
-        r, _ = motion_certified_packed(a, b - a, np.zeros(a.shape[0]), sc.F, sc.I,
-                                       not ignore_self, float(min_clearance))
-        return bool(r == 1)
+        BF, BI = ((sc.block.BF, sc.block.BI) if sc.block is not None
+                  else (np.zeros(0), np.zeros(0, dtype=np.int64)))
+        bad, _ = first_uncertified_blocked(a[None], (b - a)[None], np.zeros((1, a.shape[0])),
+                                           sc.F, sc.I, BF, BI, not ignore_self,
+                                           float(min_clearance))
+        return bool(bad == -1)
 
     def _motion_valid_discrete(self, sc: _Scene, a: NDArray[np.float64], b: NDArray[np.float64],
                                resolution: float, ignore_self: bool) -> bool:

@@ -17,8 +17,9 @@ one before planning and, on each iteration with probability ``workspace_goal_reg
 to ``max_goal_samples``), another one towards which the start tree then extends.
 
 Edges. With ``edge_validation="certified"`` (default) every edge of a returned path is
-certified collision-free over its whole segment, with ``min_clearance`` to spare, by conservative
-advancement (:mod:`robot_collision.collision.certified`): the straight start-goal motion is
+certified collision-free over its whole segment, with ``min_clearance`` to spare, by inflated
+samples and conservative advancement (:mod:`robot_collision.collision.certified`; on the blocked
+kernels for sphere robots): the straight start-goal motion is
 certified first, as one segment (if it is, the direct connect below adds the same nodes without
 discrete checks, and they are the path); otherwise the trees grow with the discrete check
 below and the path found is certified edge by edge; if one of its edges is not certified, the
@@ -70,7 +71,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..collision import block_kernels as _bk
-from ..collision.certified import first_uncertified, first_uncertified_counted
+from ..collision.certified import first_uncertified_blocked
 from ..collision.checker import CollisionChecker
 from ..collision.kernels import packed_valid
 from ..errors import (
@@ -337,8 +338,7 @@ class BiRRT:
         _first_invalid(F, I, np.empty((0, n)), True)
         # certified paths (plan, shorten) and trajectory pieces (time_parameterize)
         z = np.zeros((0, n))
-        first_uncertified_counted(z, z, z, F, I, True, 0.0)
-        first_uncertified(z, z, z, F, I, True, 0.0)
+        first_uncertified_blocked(z, z, z, F, I, BF, BI, True, 0.0)
         self.checker.is_valid(q, self._world)  # start/goal validation kernel
         return time.perf_counter() - t0
 
@@ -587,9 +587,10 @@ class BiRRT:
                                      q_start, cont, self._has_cont())
                 if pass_no == len(passes) - 1 or istate[_I_DIRECT] == 2:
                     break  # (2: the direct path, certified as one segment)
-                bad, evals = first_uncertified_counted(
+                bad, evals = first_uncertified_blocked(
                     path[:-1], np.ascontiguousarray(np.diff(path, axis=0)),
-                    np.zeros((len(path) - 1, n)), F, I, self._check_self, o.min_clearance)
+                    np.zeros((len(path) - 1, n)), F, I, BF, BI, self._check_self,
+                    o.min_clearance)
                 istate[_I_CHECKS] += evals
                 if bad < 0:
                     break
@@ -703,10 +704,10 @@ class BiRRT:
             # lazily, as plan(): the result's edges are certified; if one is not (or an edge of
             # the input was not), shortcutting runs again with every new edge certified
             out = buf[:k]
-            bad = first_uncertified(np.ascontiguousarray(out[:-1]),
-                                    np.ascontiguousarray(np.diff(out, axis=0)),
-                                    np.zeros((k - 1, P.shape[1])), F, I, self._check_self,
-                                    self.options.min_clearance)
+            bad, _ = first_uncertified_blocked(
+                np.ascontiguousarray(out[:-1]), np.ascontiguousarray(np.diff(out, axis=0)),
+                np.zeros((k - 1, P.shape[1])), F, I, BF, BI, self._check_self,
+                self.options.min_clearance)
             if bad >= 0:
                 buf[: len(P)] = P
                 k = _shortcut(F, I, BF, BI, buf, len(P), int(iterations), cont,

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..collision import block_kernels as _bk
-from ..collision.certified import cert_workspace, edge_certified
+from ..collision.certified import cert_workspace, edge_certified_blocked, swept_copies
 from ..collision.kernels import _valid_at, packed_valid
 from ..collision.scene_packing import unpack_scene
 from ..jitcall import call_or as _call_or
@@ -286,6 +286,8 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
     # certified edges (ipar[10]): conservative advancement after the discrete check passed
     Tc, SPc, readyc, fwc, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
                                              pr.self_a.shape[0])
+    # (their inflated samples on the blocked kernels: scratch only when an edge is certified)
+    BF2, BI2, Wb2, RIb2 = swept_copies(BF, BI, certified or direct_first)
     tube0 = np.zeros(n)
     tube_direct = np.full(n, _DIRECT_TUBE)
     q = np.empty(n)
@@ -350,9 +352,10 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                                            axis, qidx, scale, offset, rs, ws, pr, check_self, T,
                                            SP, ready, buf, istate, hard_deadline, flag)
                 if free_line == 1:
-                    free_line = _call_or(edge_certified, 0, nodes[0, 0], d, tube_direct, kin,
-                                         rs, ws, pr, check_self, clearance, Tc, SPc, readyc, fwc,
-                                         istate, _I_CHECKS, hard_deadline, flag)
+                    free_line = _call_or(edge_certified_blocked, 0, nodes[0, 0], d, tube_direct,
+                                         kin, rs, ws, pr, check_self, clearance, Tc, SPc, readyc,
+                                         fwc, istate, _I_CHECKS, hard_deadline, flag, BF, BI,
+                                         BF2, BI2, Wb2, RIb2)
                 if free_line == -1:
                     for k in range(_NSTATE):
                         istate[k] = saved[k]
@@ -378,9 +381,9 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                                    scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                    istate, hard_deadline, flag)
                 if certified and r == 1:
-                    r = _call_or(edge_certified, 0, nodes[0, cur], d, tube0, kin, rs, ws, pr,
-                                 check_self, clearance, Tc, SPc, readyc, fwc, istate, _I_CHECKS,
-                                 hard_deadline, flag)
+                    r = _call_or(edge_certified_blocked, 0, nodes[0, cur], d, tube0, kin, rs, ws,
+                                 pr, check_self, clearance, Tc, SPc, readyc, fwc, istate,
+                                 _I_CHECKS, hard_deadline, flag, BF, BI, BF2, BI2, Wb2, RIb2)
                 if r == -1:
                     for k in range(_NSTATE):
                         istate[k] = saved[k]
@@ -461,9 +464,9 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                                scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                istate, hard_deadline, flag)
             if certified and r == 1:
-                r = _call_or(edge_certified, 0, nodes[a, near], d, tube0, kin, rs, ws, pr,
-                             check_self, clearance, Tc, SPc, readyc, fwc, istate, _I_CHECKS,
-                             hard_deadline, flag)
+                r = _call_or(edge_certified_blocked, 0, nodes[a, near], d, tube0, kin, rs, ws,
+                             pr, check_self, clearance, Tc, SPc, readyc, fwc, istate,
+                             _I_CHECKS, hard_deadline, flag, BF, BI, BF2, BI2, Wb2, RIb2)
             if r == 1:
                 added = _add_node(nodes, nodesT, parents, radii, size, a, qnew, near, cont)
                 if dynamic_domain and rnear < _NO_RADIUS:
@@ -495,9 +498,9 @@ def _rrt_chunk(F, I, BF, BI, nodes, nodesT, parents, radii, size, istate, rng, s
                                    scale, offset, rs, ws, pr, check_self, T, SP, ready, buf,
                                    istate, hard_deadline, flag)
                 if certified and r == 1:
-                    r = _call_or(edge_certified, 0, nodes[b, cur], d, tube0, kin, rs, ws, pr,
-                                 check_self, clearance, Tc, SPc, readyc, fwc, istate, _I_CHECKS,
-                                 hard_deadline, flag)
+                    r = _call_or(edge_certified_blocked, 0, nodes[b, cur], d, tube0, kin, rs, ws,
+                                 pr, check_self, clearance, Tc, SPc, readyc, fwc, istate,
+                                 _I_CHECKS, hard_deadline, flag, BF, BI, BF2, BI2, Wb2, RIb2)
                 if r == -1:
                     status = -1
                     break

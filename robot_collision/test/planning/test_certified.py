@@ -26,7 +26,13 @@ from robot_collision import (
     WorldObject,
     default_robot_paths,
 )
-from robot_collision.collision.certified import edge_certified, motion_certified_packed
+from robot_collision.collision.certified import (
+    edge_certified,
+    first_uncertified,
+    first_uncertified_blocked,
+    motion_certified_packed,
+    swept_certified_packed,
+)
 from robot_collision.geometry.transforms import pose_from_xyz_rpy
 from robot_collision.planning.rrt import BiRRT, RRTOptions
 
@@ -59,6 +65,25 @@ MIXED_URDF = """<?xml version="1.0"?>
     <limit lower="-3" upper="3" velocity="1" effort="1"/></joint>
 </robot>
 """
+
+
+# the same arm made of spheres only: the blocked (8-lane) kernels take it
+SPHERE_URDF = MIXED_URDF
+for _old, _new in (
+        ('<box size="0.2 0.2 0.1"/>', '<sphere radius="0.1"/>'),
+        ('<origin xyz="0 0 0.2"/>\n      <geometry><capsule radius="0.05" length="0.3"/>',
+         '<origin xyz="0 0 0.2"/>\n      <geometry><sphere radius="0.06"/>'),
+        ('<box size="0.3 0.06 0.06"/>', '<sphere radius="0.05"/>'),
+        ('<cylinder radius="0.03" length="0.2"/>', '<sphere radius="0.04"/>')):
+    assert _old in SPHERE_URDF
+    SPHERE_URDF = SPHERE_URDF.replace(_old, _new)
+
+
+@pytest.fixture(scope="module")
+def sphere_robot(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
+    p = Path(tmp_path_factory.mktemp("spheres")) / "spheres.urdf"
+    p.write_text(SPHERE_URDF)
+    return RobotModel.from_urdf(p)
 
 
 @pytest.fixture(scope="module")
@@ -445,3 +470,118 @@ def test_certified_edges_near_self_contact_are_free_at_1e4_samples(
             assert ok.all(), (f"certified edge collides at t = "
                               f"{np.flatnonzero(~ok)[0] / (ORACLE_SAMPLES - 1):.5f}: {a} -> {b}")
     assert certified >= 4  # (the property is exercised)
+
+
+def _block(checker: CollisionChecker, world: list) -> tuple[np.ndarray, np.ndarray]:
+    sc = checker._prepare(world)
+    assert sc.block is not None, "the blocked kernels should take this robot and world"
+    return sc.block.BF, sc.block.BI
+
+
+def _stage_property(robot: RobotModel, world: list, seed: int, clearance: float, scale: float,
+                    blocked: bool) -> int:
+    """Edges from near contact: every one the inflated-sample stage alone certifies is free,
+    with ``clearance`` to spare, at 10^4 configurations (exact oracle); returns how many."""
+    rng = np.random.default_rng(seed)
+    checker = CollisionChecker(robot)
+    oracle = CollisionChecker(robot, padding=clearance) if clearance > 0 else checker
+    F, I = checker.packed(world)
+    BF, BI = _block(checker, world) if blocked else (np.zeros(0), np.zeros(0, dtype=np.int64))
+    certified = 0
+    for _ in range(6):
+        a, b = _near_contact_edge(robot, checker, world, rng, scale)
+        code = swept_certified_packed(a, b - a, np.zeros(a.shape[0]), F, I, BF, BI, True,
+                                      clearance)
+        assert code in (0, 1)
+        if code == 1:
+            certified += 1
+            ok = oracle.is_valid_batch(_dense(a, b), world)
+            assert ok.all(), (f"inflated samples certified an edge colliding at t = "
+                              f"{np.flatnonzero(~ok)[0] / (ORACLE_SAMPLES - 1):.5f}: {a} -> {b}")
+    return certified
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), clearance=st.sampled_from([0.0, 0.01]),
+       scale=st.sampled_from([0.1, 0.5, 1.5]), blocked=st.booleans())
+def test_inflated_samples_alone_certify_only_free_edges(
+        sphere_robot: RobotModel, mixed_robot: RobotModel, seed: int, clearance: float,
+        scale: float, blocked: bool) -> None:
+    """The inflated-sample stage by itself (no conservative advancement behind it), on the
+    blocked kernels (the sphere arm) and the scalar ones (the same arm with boxes, capsules and
+    cylinders; and the sphere arm without a block scene), with continuous, prismatic and mimic
+    joints."""
+    world = _mixed_world(np.random.default_rng(seed))
+    _stage_property(sphere_robot, world, seed, clearance, scale, blocked)
+    _stage_property(mixed_robot, world, seed + 1, clearance, scale, False)
+
+
+@pytest.mark.mbm
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.05, 0.2, 0.6]),
+       clearance=st.sampled_from([0.0, 0.005]))
+def test_inflated_samples_of_the_panda_in_the_cage_certify_only_free_edges(
+        panda: RobotModel, cage_world: list, seed: int, scale: float, clearance: float) -> None:
+    _stage_property(panda, cage_world, seed, clearance, scale, True)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.2, 0.6, 1.5]),
+       blocked=st.booleans())
+def test_inflated_samples_never_certify_an_edge_meeting_a_ball(
+        sphere_robot: RobotModel, seed: int, scale: float, blocked: bool) -> None:
+    """A ball grown until the brute-force closest approach of the edge meets it by 0.1-1 mm:
+    the stage never certifies the edge; missed by 1 cm: it does, alone or with conservative
+    advancement behind it (``first_uncertified_blocked``)."""
+    rng = np.random.default_rng(seed)
+    robot = sphere_robot
+    checker = CollisionChecker(robot)
+    for _ in range(50):
+        a = robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * scale, robot.lower, robot.upper)
+        if checker.is_valid_batch(_dense(a, b, 200), []).all():
+            break
+    poses = robot.link_poses(a + (b - a) * float(rng.uniform(0.1, 0.9)))
+    u = rng.normal(size=3)
+    center = poses[-1][:3, 3] + u / np.linalg.norm(u) * rng.uniform(0.06, 0.2)
+    gap, _ = _ball_gap(checker, a, b, center, 0.02)
+    assume(gap > 0.0)
+    for delta in (1e-3, 1e-4, -1e-2):
+        world = [WorldObject(Sphere(0.02 + gap + delta), _at(center), "ball")]
+        F, I = checker.packed(world)
+        BF, BI = _block(checker, world) if blocked else (np.zeros(0), np.zeros(0, np.int64))
+        z = np.zeros(a.shape[0])
+        code = swept_certified_packed(a, b - a, z, F, I, BF, BI, False, 0.0)
+        bad, _ = first_uncertified_blocked(a[None], (b - a)[None], z[None], F, I, BF, BI, False,
+                                           0.0)
+        if delta > 0.0:
+            assert code == 0 and bad == 0, f"an edge meeting the ball by {delta} m certified"
+        else:
+            assert bad == -1, f"an edge 1 cm from the ball not certified: {a} -> {b}"
+
+
+@pytest.mark.mbm
+def test_blocked_path_certification_agrees_with_advancement(panda: RobotModel) -> None:
+    """On discrete-planner paths of the sphere Panda in the MotionBenchMaker cage, the blocked
+    certification (inflated samples, then advancement) refuses exactly the paths that advancement
+    alone refuses, or fewer only where the dense oracle finds them free."""
+    import mbm
+
+    problems = mbm.load_problems()["problems"]["cage"][:8]
+    checker = CollisionChecker(panda)
+    for k, p in enumerate(problems):
+        world = mbm.world_of(p, "cage")
+        path = BiRRT(checker, RRTOptions(seed=k, edge_validation="discrete"), world).plan(
+            p["start"], p["goals"][0], time_limit=5.0).waypoints
+        F, I = checker.packed(world)
+        BF, BI = _block(checker, world)
+        Q0 = np.ascontiguousarray(path[:-1])
+        D = np.ascontiguousarray(np.diff(path, axis=0))
+        Z = np.zeros_like(D)
+        bad_blocked, _ = first_uncertified_blocked(Q0, D, Z, F, I, BF, BI, True, 0.0)
+        bad_scalar = first_uncertified(Q0, D, Z, F, I, True, 0.0)
+        if bad_blocked == -1:
+            dense = np.concatenate([_dense(a, b, 2000) for a, b in itertools.pairwise(path)])
+            assert checker.is_valid_batch(dense, world).all()
+        else:
+            assert bad_scalar >= 0
