@@ -836,19 +836,8 @@ def first_uncertified(Q0, D, TUBE, F, I, check_self, clearance):  # type: ignore
 @njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
 def first_uncertified_counted(Q0, D, TUBE, F, I, check_self, clearance):  # type: ignore[no-untyped-def]
     """:func:`first_uncertified` and the number of configurations evaluated."""
-    kin, rs, ws, pr = unpack_scene_borrowed(F, I)
-    L = kin.parent.shape[0]
-    T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
-                                         pr.self_a.shape[0])
-    counter = np.zeros(1, dtype=np.int64)
-    flag = np.zeros(1, dtype=np.int64)
-    bad = -1
-    for k in range(Q0.shape[0]):
-        if edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance, T, SP,
-                          ready, fw, counter, 0, np.iinfo(np.int64).max, flag) != 1:
-            bad = k
-            break
-    return bad, counter[0]
+    return first_uncertified_blocked(Q0, D, TUBE, F, I, np.empty(0), np.empty(0, dtype=np.int64),
+                                     check_self, clearance)
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)

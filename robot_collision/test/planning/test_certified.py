@@ -334,6 +334,20 @@ def _ball_gap(checker: CollisionChecker, a: np.ndarray, b: np.ndarray, center: n
     return float(gf.min()), float(fine[int(np.argmin(gf))])
 
 
+def _free_edge_and_ball(robot: RobotModel, checker: CollisionChecker, rng: np.random.Generator,
+                        scale: float, link: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random edge free of self-collision at 200 samples, and the centre of a ball 6-20 cm
+    from link ``link`` somewhere along it."""
+    for _ in range(50):
+        a = robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * scale, robot.lower, robot.upper)
+        if checker.is_valid_batch(_dense(a, b, 200), []).all():
+            break
+    poses = robot.link_poses(a + (b - a) * float(rng.uniform(0.1, 0.9)))
+    u = rng.normal(size=3)
+    return a, b, poses[link][:3, 3] + u / np.linalg.norm(u) * rng.uniform(0.06, 0.2)
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.3, 1.0, 2.0]))
 def test_an_obstacle_met_between_the_evaluations_is_never_certified(
@@ -383,18 +397,9 @@ def test_the_velocity_field_bound_never_certifies_an_edge_meeting_a_ball(
     brute-force closest approach of the edge (to the whole arm) meets it, with ``clearance``,
     by 0.1-1 mm. Met: never certified; missed by 0.01 mm - 1 cm and certified: free, with
     ``clearance``, at 1e4 samples (exact checker)."""
-    rng = np.random.default_rng(seed)
     robot = mixed_robot
     checker = CollisionChecker(robot)
-    for _ in range(50):
-        a = robot.random_configuration(rng)
-        b = np.clip(a + rng.normal(size=a.shape) * scale, robot.lower, robot.upper)
-        if checker.is_valid_batch(_dense(a, b, 200), []).all():
-            break
-    tm = float(rng.uniform(0.1, 0.9))
-    poses = robot.link_poses(a + (b - a) * tm)
-    u = rng.normal(size=3)
-    center = poses[link][:3, 3] + u / np.linalg.norm(u) * rng.uniform(0.06, 0.2)
+    a, b, center = _free_edge_and_ball(robot, checker, np.random.default_rng(seed), scale, link)
     gap, _ = _ball_gap(checker, a, b, center, 0.02)
     assume(gap > clearance)
     oracle = CollisionChecker(robot, padding=clearance) if clearance > 0 else checker
@@ -533,17 +538,9 @@ def test_inflated_samples_never_certify_an_edge_meeting_a_ball(
     """A ball grown until the brute-force closest approach of the edge meets it by 0.1-1 mm:
     the stage never certifies the edge; missed by 1 cm: it does, alone or with conservative
     advancement behind it (``first_uncertified_blocked``)."""
-    rng = np.random.default_rng(seed)
     robot = sphere_robot
     checker = CollisionChecker(robot)
-    for _ in range(50):
-        a = robot.random_configuration(rng)
-        b = np.clip(a + rng.normal(size=a.shape) * scale, robot.lower, robot.upper)
-        if checker.is_valid_batch(_dense(a, b, 200), []).all():
-            break
-    poses = robot.link_poses(a + (b - a) * float(rng.uniform(0.1, 0.9)))
-    u = rng.normal(size=3)
-    center = poses[-1][:3, 3] + u / np.linalg.norm(u) * rng.uniform(0.06, 0.2)
+    a, b, center = _free_edge_and_ball(robot, checker, np.random.default_rng(seed), scale, -1)
     gap, _ = _ball_gap(checker, a, b, center, 0.02)
     assume(gap > 0.0)
     for delta in (1e-3, 1e-4, -1e-2):
