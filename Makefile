@@ -137,8 +137,12 @@ lint: venv
 	echo "== mypy"; $(PY) -m mypy || rc=1; \
 	exit $$rc
 
+# the kernels are compiled once, up front (as colcon build does for an installed package; two
+# processes, then "up to date" until the sources change), not by the nodes of the bring-up
+# while the demo waits for them (a first run beside other work did not come up in 180 s)
 demo: venv $(NUMBA_STAMP)
 	@mkdir -p build/ros_log
+	@export $(ROS_ENV); $(PY) -m robot_collision.ros.startup --precompile
 	@export $(ROS_ENV); $(PY) -m robot_collision.ros.demo $(DEMO_ARGS)
 
 bench: venv $(NUMBA_STAMP)

@@ -322,6 +322,13 @@ def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
             + SWEPT_LEVELS * (L * W + P + 1) + 3 * (L + 3))
 
 
+@njit(cache=True, inline="always")
+def _bounds_offset(L):  # type: ignore[no-untyped-def]
+    """Offset in the workspace of :func:`edge_certified` of the pairs' motion bounds ``Mp``
+    (P = L + checked self pairs), followed by their tube bounds ``Ep`` (P)."""
+    return 5 * L + 2 * L * L
+
+
 @njit(cache=True, fastmath=False, boundscheck=False)
 def _rates(l, top, T, cen, axis, jtype, qidx, scale, parent, d, brad, ca, aready):  # type: ignore[no-untyped-def]
     """``ca[k, l]``: how fast (per unit t, here) the points of link ``l``'s bounding sphere move
@@ -495,8 +502,9 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
 @njit(cache=True, fastmath=False, boundscheck=False)
 def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,  # type: ignore[no-untyped-def]
                     counter, ci, deadline, flag, stage):
-    """:func:`edge_certified` by stage: ``_BOUNDS_ONLY`` (the motion bounds written into ``fw``,
-    returns 0), ``_SWEPT_THEN_CA``, ``_CA_ONLY``, ``_SWEPT_ONLY``."""
+    """:func:`edge_certified` by stage: ``_BOUNDS_ONLY`` (the motion bounds written into ``fw``
+    at :func:`_bounds_offset`, returns 1; 0 when ``fw`` is not of this layout),
+    ``_SWEPT_THEN_CA``, ``_CA_ONLY``, ``_SWEPT_ONLY``."""
     parent, jtype, origin, axis = kin.parent, kin.jtype, kin.origin, kin.axis
     qidx, scale, offset = kin.qidx, kin.scale, kin.offset
     brad, bcen = rs.bound_radius, rs.bound_center
@@ -512,7 +520,7 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
     o_E = o_M + L
     o_cm = o_E + L
     o_ce = o_cm + L * L
-    o_Mp = o_ce + L * L
+    o_Mp = _bounds_offset(L)
     o_Ep = o_Mp + P
     o_h = o_Ep + P
     o_q = o_h + P
@@ -633,7 +641,7 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
     o_sw += SWEPT_LEVELS
     buf = fw[o_sw: o_sw + 3 * (L + 3)].reshape((L + 3, 3))
     if stage == _BOUNDS_ONLY:
-        return 0
+        return 1
     if stage in (_SWEPT_THEN_CA, _SWEPT_ONLY):
         r = _swept(q0, d, kin, rs, ws, pr, check_self, clearance, Mp, Ep, T, SP, ready, q, wpl,
                    spl, have, buf, counter, ci, deadline, flag)
@@ -945,9 +953,10 @@ def edge_certified_blocked(q0, d, tube, kin, rs, ws, pr, check_self, clearance, 
                               ready, fw, counter, ci, deadline, flag)
     L = kin.parent.shape[0]
     K = pr.self_a.shape[0] if check_self else 0
-    _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
-                    counter, ci, deadline, flag, _BOUNDS_ONLY)
-    o_Mp = 5 * L + 2 * L * L
+    if _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
+                       counter, ci, deadline, flag, _BOUNDS_ONLY) != 1:
+        return 0  # (a workspace of another layout)
+    o_Mp = _bounds_offset(L)
     Mp = fw[o_Mp: o_Mp + L + K]
     Ep = fw[o_Mp + L + K: o_Mp + 2 * (L + K)]
     r = _swept_blocked(q0, d, Mp, Ep, L, K, clearance, BF, BI, BF2, BI2, Wb, RIb, check_self,
@@ -999,9 +1008,10 @@ def swept_certified_packed(q0, d, tube, F, I, BF, BI, check_self, clearance):  #
         return _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
                                fw, counter, 0, never, flag, _SWEPT_ONLY)
     K = pr.self_a.shape[0] if check_self else 0
-    _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
-                    counter, 0, never, flag, _BOUNDS_ONLY)
-    o_Mp = 5 * L + 2 * L * L
+    if _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
+                       counter, 0, never, flag, _BOUNDS_ONLY) != 1:
+        return 0
+    o_Mp = _bounds_offset(L)
     return _swept_blocked(q0, d, fw[o_Mp: o_Mp + L + K], fw[o_Mp + L + K: o_Mp + 2 * (L + K)], L,
                           K, clearance, BF, BI, BF2, BI2, Wb, RIb, check_self, counter, 0, never,
                           flag)
