@@ -11,8 +11,12 @@ its samples. :func:`edge_certified` proves it free over the whole segment, every
   distance from the joint's frame origin: the lengths of the joint origins below ``k`` down to
   ``l``, plus ``|bounding-sphere centre| + bounding radius`` of ``l``, plus the largest
   extension reached on the edge by each prismatic joint in between (a prismatic joint moves
-  every point by ``|scale_k * d_k| * dt``, 1 m per metre). For a self pair, the joints above
-  both links (the lowest common ancestor and up) move them rigidly together and are left out.
+  every point by ``|scale_k * d_k| * dt``, 1 m per metre). FK at the middle of the edge
+  tightens each joint's share: the point's distance from k's axis there (plus its bounding
+  radius) plus half the motion of the joints between k and l, which are all that change that
+  distance; the smaller of the two bounds is used (:func:`_motion_bounds`). For a self pair, the
+  joints above both links (the lowest common ancestor and up) move them rigidly together and
+  are left out.
 - **Motion bound from the evaluated configuration.** At an evaluated configuration FK gives
   more. A link against the world: the velocity field of its bounding sphere, ``|v_c| +
   bound radius * |omega|`` (``v_c = sum_k theta'_k w_k x (c - p_k)``, ``omega = sum_k theta'_k
@@ -67,7 +71,9 @@ its samples. :func:`edge_certified` proves it free over the whole segment, every
   ms per path; on the scalar kernels, 0.19 -> 0.09-0.12 ms per path of the default arm and
   0.93 -> 0.68-0.93 ms of the mesh Panda, while for the sphere Panda the scalar stage was
   slower than advancement alone (0.33 ms), so :func:`edge_certified` skips it for sphere robots.
-  Both stages refused and certified the same paths.
+  Both stages refused and certified the same paths. A path's edges go through the blocked
+  stage together, their intervals packed 8 per pass whatever their edge, each pass padded by
+  the largest inflation its intervals need (17 % fewer passes than edge by edge).
 
 ``tube`` (n,) widens the motion to every configuration within ``|q - q(t)|_j <= tube_j`` of the
 segment (each joint's deviation adds its axis-distance bound times ``tube_j``): the trajectory
@@ -143,7 +149,7 @@ _SWEPT_MAX_BF = 65536  # the blocked stage copies the block scene: not one large
 _SWEPT_MAX_FIRST = 4096  # more first intervals than this: straight to conservative advancement
 # stages of _edge_certified: the motion bounds only (into the workspace), the inflated samples
 # then conservative advancement, conservative advancement alone, the inflated samples alone
-_BOUNDS_ONLY, _SWEPT_THEN_CA, _CA_ONLY, _SWEPT_ONLY = 0, 1, 2, 3
+_SWEPT_THEN_CA, _CA_ONLY, _SWEPT_ONLY = 1, 2, 3
 
 
 @intrinsic
@@ -305,7 +311,7 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
     T = np.empty((L, 4, 4))
     SP = np.empty((S, 4, 4))
     ready = np.zeros(L, dtype=np.bool_)
-    # fw: cen (3L) | M (L) | E (L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
+    # fw: cen (3L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
     #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | Om (L) | aready (L) | pn, ilo, ihi (3P)
     #     | BV (L) | per level of the inflated samples: world pads (L*W), self pads (P), set (1)
     #     | buf (3 (L + 3))
@@ -318,15 +324,8 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
 def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
     """Size of the float workspace of :func:`edge_certified` (its layout, see
     :func:`cert_workspace`)."""
-    return (3 * L + 2 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L + 3 * P + L
+    return (3 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L + 3 * P + L
             + SWEPT_LEVELS * (L * W + P + 1) + 3 * (L + 3))
-
-
-@njit(cache=True, inline="always")
-def _bounds_offset(L):  # type: ignore[no-untyped-def]
-    """Offset in the workspace of :func:`edge_certified` of the pairs' motion bounds ``Mp``
-    (P = L + checked self pairs), followed by their tube bounds ``Ep`` (P)."""
-    return 5 * L + 2 * L * L
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -396,6 +395,101 @@ def _velocity_bound(l, T, cen, axis, jtype, qidx, scale, parent, d, brad):  # ty
         k = parent[k]
     return ((np.sqrt(vx * vx + vy * vy + vz * vz) + brad[l] * np.sqrt(ox * ox + oy * oy + oz * oz))
             * (1.0 + 1e-9) + 1e-12)
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, cm, ce, jw, Mp,  # type: ignore[no-untyped-def]
+                   Ep):
+    """Motion bounds of the edge ``q0 + t * d``, t in [0, 1]: ``Mp[l]`` (m per unit t) of the
+    points of link ``l``'s bounding sphere, ``Mp[L + k]`` of self pair ``k`` relative to each
+    other (the joints below their common ancestor), ``Ep`` of the ``tube`` the same way;
+    ``cm[k, l]`` / ``ce[k, l]``: joint k's share. Scratch: ``T`` (L, 4, 4), ``q`` (n), ``cen``
+    (L, 3), ``jw`` (L, 4).
+
+    Joint k's share of link l is ``|scale_k * d_k|`` times a bound of the distance of l's points
+    from k's axis on the whole edge (1 for a prismatic joint): the smaller of the chain length
+    (the joint origins from k down to l, the bounding sphere, prismatic extensions) and, from FK
+    at t = 1/2, the axis distance there plus half the motion through the joints between k and l
+    (their own shares; the distance from k's axis does not change through k and the joints
+    above). The latter made the inflated-sample stage need 19 % fewer intervals on the sphere
+    Panda's MotionBenchMaker paths."""
+    parent, jtype, origin, axis = kin.parent, kin.jtype, kin.origin, kin.axis
+    qidx, scale, offset = kin.qidx, kin.scale, kin.offset
+    L = parent.shape[0]
+    for j in range(q0.shape[0]):
+        q[j] = q0[j] + 0.5 * d[j]
+    fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, T)
+    # per joint: its origin's length, its axis in the base frame at t = 1/2
+    for k in range(1, L):
+        jw[k, 0] = np.sqrt(origin[k, 0, 3] ** 2 + origin[k, 1, 3] ** 2 + origin[k, 2, 3] ** 2)
+        for c in range(3):
+            jw[k, 1 + c] = (T[k, c, 0] * axis[k, 0] + T[k, c, 1] * axis[k, 1]
+                            + T[k, c, 2] * axis[k, 2])
+    for l in range(L):
+        Mp[l] = 0.0
+        Ep[l] = 0.0
+        for k in range(L):
+            cm[k, l] = 0.0
+            ce[k, l] = 0.0
+        if brad[l] < 0.0:
+            continue
+        for c in range(3):
+            cen[l, c] = (T[l, c, 0] * bcen[l, 0] + T[l, c, 1] * bcen[l, 1]
+                         + T[l, c, 2] * bcen[l, 2] + T[l, c, 3])
+        acc = np.sqrt(bcen[l, 0] ** 2 + bcen[l, 1] ** 2 + bcen[l, 2] ** 2) + brad[l]
+        below = 0.0  # motion bound (per unit t) from the joints between k and l
+        k = l
+        while k > 0:
+            jt = jtype[k]
+            if jt != FIXED:
+                j = qidx[k]
+                s = abs(scale[k])
+                mv = s * abs(d[j])
+                ev = s * tube[j]
+                if jt == REVOLUTE:
+                    r = acc
+                    if mv > 0.0:
+                        vx = cen[l, 0] - T[k, 0, 3]
+                        vy = cen[l, 1] - T[k, 1, 3]
+                        vz = cen[l, 2] - T[k, 2, 3]
+                        cx = jw[k, 2] * vz - jw[k, 3] * vy
+                        cy = jw[k, 3] * vx - jw[k, 1] * vz
+                        cz = jw[k, 1] * vy - jw[k, 2] * vx
+                        # (|w| = 1 up to round-off: 1e-9 relative margin)
+                        perp = np.sqrt(cx * cx + cy * cy + cz * cz) * (1.0 + 1e-9) + 1e-12
+                        r = min(acc, (perp + brad[l] + 0.5 * below) * (1.0 + 1e-12))
+                    mv *= r
+                    ev *= acc
+                cm[k, l] = mv
+                ce[k, l] = ev
+                Mp[l] += mv
+                Ep[l] += ev
+                below += mv
+                if jt == PRISMATIC:
+                    v0 = scale[k] * q0[j] + offset[k]
+                    v1 = scale[k] * (q0[j] + d[j]) + offset[k]
+                    acc += max(abs(v0), abs(v1)) + s * tube[j]
+            acc += jw[k, 0]
+            k = parent[k]
+    for kk in range(K):
+        a = self_a[kk]
+        b = self_b[kk]
+        x = a
+        y = b
+        mv = 0.0
+        ev = 0.0
+        while x != y:
+            if x > y:
+                mv += cm[x, a]
+                ev += ce[x, a]
+                x = parent[x]
+            else:
+                mv += cm[y, b]
+                ev += ce[y, b]
+                y = parent[y]
+        Mp[L + kk] = mv
+        Ep[L + kk] = ev
+    return True
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -502,9 +596,8 @@ def edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, r
 @njit(cache=True, fastmath=False, boundscheck=False)
 def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,  # type: ignore[no-untyped-def]
                     counter, ci, deadline, flag, stage):
-    """:func:`edge_certified` by stage: ``_BOUNDS_ONLY`` (the motion bounds written into ``fw``
-    at :func:`_bounds_offset`, returns 1; 0 when ``fw`` is not of this layout),
-    ``_SWEPT_THEN_CA``, ``_CA_ONLY``, ``_SWEPT_ONLY``."""
+    """:func:`edge_certified` by stage: ``_SWEPT_THEN_CA``, ``_CA_ONLY``, ``_SWEPT_ONLY``
+    (0 when ``fw`` is not of this layout)."""
     parent, jtype, origin, axis = kin.parent, kin.jtype, kin.origin, kin.axis
     qidx, scale, offset = kin.qidx, kin.scale, kin.offset
     brad, bcen = rs.bound_radius, rs.bound_center
@@ -516,11 +609,9 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
     P = L + K  # horizons: one per link against the whole world, one per self pair
     nq = q0.shape[0]
     o_cen = 0
-    o_M = 3 * L
-    o_E = o_M + L
-    o_cm = o_E + L
+    o_cm = 3 * L
     o_ce = o_cm + L * L
-    o_Mp = _bounds_offset(L)
+    o_Mp = o_ce + L * L
     o_Ep = o_Mp + P
     o_h = o_Ep + P
     o_q = o_h + P
@@ -530,8 +621,6 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
         # module, e.g. a stale numba cache): not certified, and nothing written out of bounds
         return 0
     cen = fw[o_cen: o_cen + 3 * L].reshape((L, 3))
-    M = fw[o_M: o_M + L]
-    E = fw[o_E: o_E + L]
     cm = fw[o_cm: o_cm + L * L].reshape((L, L))
     ce = fw[o_ce: o_ce + L * L].reshape((L, L))
     Mp = fw[o_Mp: o_Mp + P]
@@ -560,15 +649,12 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
         Om[k] = Om[j]
         if j > 0 and jtype[j] == REVOLUTE:
             Om[k] += abs(scale[j] * d[qidx[j]])
-    # ---- motion bounds of the links (per unit of t) and of the tube
+    # ---- growth bounds of the links' speeds (per unit of t), for the steps of conservative
+    # advancement from a configuration's own speed (chain-length bounds, valid on the whole edge)
     for l in range(L):
-        M[l] = 0.0
-        E[l] = 0.0
         BV[l] = 0.0
         bo = 0.0
         for k in range(L):
-            cm[k, l] = 0.0
-            ce[k, l] = 0.0
             cg[k, l] = 0.0
         if brad[l] < 0.0:
             continue
@@ -581,7 +667,6 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
                 j = qidx[k]
                 s = abs(scale[k])
                 mv = s * abs(d[j])
-                ev = s * tube[j]
                 if jt == REVOLUTE:
                     # the distance of l's points from k's axis grows at most at rate ``below``
                     cg[k, l] = mv * below
@@ -590,13 +675,8 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
                     BV[l] += mv * (2.0 * Om[k] * acc + below + mv * acc)
                     bo += mv * Om[k]
                     mv *= acc
-                    ev *= acc
                 else:
                     BV[l] += mv * Om[k]
-                cm[k, l] = mv
-                ce[k, l] = ev
-                M[l] += mv
-                E[l] += ev
                 below += mv
                 if jt == PRISMATIC:
                     v0 = scale[k] * q0[j] + offset[k]
@@ -605,32 +685,14 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
             acc += np.sqrt(origin[k, 0, 3] ** 2 + origin[k, 1, 3] ** 2 + origin[k, 2, 3] ** 2)
             k = parent[k]
         BV[l] += brad[l] * bo
-    # ---- per-pair bounds; horizons start at 0 (every pair evaluated at t = 0)
+    # ---- motion bounds of the links and self pairs, and of the tube
+    _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, cm, ce,
+                   np.empty((L, 4)), Mp, Ep)
+    # ---- horizons start at 0 (every pair evaluated at t = 0)
     for l in range(L):
-        Mp[l] = M[l]
-        Ep[l] = E[l]
         h[l] = 0.0 if (brad[l] >= 0.0 and W > 0) else _FAR
     for kk in range(K):
-        a = self_a[kk]
-        b = self_b[kk]
-        # joints strictly below the lowest common ancestor move the pair relative to each other
-        x = a
-        y = b
-        mv = 0.0
-        ev = 0.0
-        while x != y:
-            if x > y:
-                mv += cm[x, a]
-                ev += ce[x, a]
-                x = parent[x]
-            else:
-                mv += cm[y, b]
-                ev += ce[y, b]
-                y = parent[y]
-        p = L + kk
-        Mp[p] = mv
-        Ep[p] = ev
-        h[p] = 0.0 if (brad[a] >= 0.0 and brad[b] >= 0.0) else _FAR
+        h[L + kk] = 0.0 if (brad[self_a[kk]] >= 0.0 and brad[self_b[kk]] >= 0.0) else _FAR
     # ---- the inflated samples first: most edges are certified there, at a fraction of the cost
     o_sw = o_pn + 3 * P + L
     wpl = fw[o_sw: o_sw + SWEPT_LEVELS * L * W].reshape((SWEPT_LEVELS, L, W))
@@ -640,8 +702,6 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
     have = fw[o_sw: o_sw + SWEPT_LEVELS]
     o_sw += SWEPT_LEVELS
     buf = fw[o_sw: o_sw + 3 * (L + 3)].reshape((L + 3, 3))
-    if stage == _BOUNDS_ONLY:
-        return 1
     if stage in (_SWEPT_THEN_CA, _SWEPT_ONLY):
         r = _swept(q0, d, kin, rs, ws, pr, check_self, clearance, Mp, Ep, T, SP, ready, q, wpl,
                    spl, have, buf, counter, ci, deadline, flag)
@@ -849,76 +909,122 @@ def first_uncertified_counted(Q0, D, TUBE, F, I, check_self, clearance):  # type
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def _swept_blocked(q0, d, Mp, Ep, L, K, clearance, BF, BI, BF2, BI2, Wb, RIb, check_self,  # type: ignore[no-untyped-def]
-                   counter, ci, deadline, flag):
-    """:func:`_swept` 8 intervals per pass of the blocked kernels, level by level: 1 certified,
-    0 not, -1 ``deadline`` / ``flag``. ``BF2`` / ``BI2``: copies of the block scene ``BF`` /
-    ``BI``, ``BF2`` longer by one set of paddings (L * W + P), which each level writes and
-    points ``BI2`` at. (Scheduling the self pairs apart, with their own first intervals, was
-    slower on the sphere Panda's MotionBenchMaker paths: they need as many.)"""
-    n = q0.shape[0]
+def _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,  # type: ignore[no-untyped-def]
+                        counter, ci, deadline, flag, BF, BI, BF2, BI2, Wb, RIb, done):
+    """The inflated-sample stage on the blocked kernels for the edges ``Q0[e] + t * D[e]``
+    (widened by ``TUBE[e]``) together: ``done[e]`` set for each edge it certifies; returns -1
+    on ``deadline`` / ``flag``, else 0. ``BF2, BI2, Wb, RIb``: :func:`swept_copies` of the block
+    scene ``BF`` / ``BI`` (``BF2`` longer by one set of paddings, L * W + P, which each block
+    writes and points ``BI2`` at).
+
+    Every edge's first intervals are as many as make its largest inflation
+    ``SWEPT_FIRST_INFLATION``; level by level, the intervals of all edges still open are packed
+    8 per pass, and a pass pads every link and self pair by the largest inflation any of its 8
+    intervals needs (each interval's own bound: its edge's motion bound times its half-width,
+    plus the tube), so that an interval valid there is clear. Failing intervals are halved; an
+    edge with one failing at the last level is left to conservative advancement. (Packing the
+    edges of a path together: 17 % fewer passes than edge by edge on the sphere Panda's
+    MotionBenchMaker paths, for the same number of intervals.)"""
+    E = Q0.shape[0]
+    n = Q0.shape[1]
+    L = kin.parent.shape[0]
+    K = pr.self_a.shape[0] if check_self else 0
+    P = L + K
     Wn = BI[H_W]
     Pb = BI[H_P]
     base = BF.shape[0]
-    mx = 0.0
-    for p in range(L + K):
-        mx = max(mx, Mp[p])
-    n0 = int(np.ceil(mx / (2.0 * SWEPT_FIRST_INFLATION))) if mx > 0.0 else 1
-    r = 0
-    if 1 <= n0 <= _SWEPT_MAX_FIRST:
-        cap = 4 * n0 + 64
-        cur = np.empty(cap, dtype=np.int64)
-        nxt = np.empty(cap, dtype=np.int64)
-        for i in range(n0):
-            cur[i] = i
-        ncur = n0
-        BI2[H_WPAD] = base
-        BI2[H_PPAD] = base + L * Wn
-        ow = BI[H_WPAD]
-        op = BI[H_PPAD]
-        for lv in range(SWEPT_LEVELS):
-            w = 1.0 / (n0 * (1 << lv))
-            hw = 0.5 * w
+    ow = BI[H_WPAD]
+    op = BI[H_PPAD]
+    if n > L:
+        return 0  # (more joint values than links: not this robot's edges)
+    MP = np.empty((E, P))
+    EP = np.empty((E, P))
+    N0 = np.zeros(E, dtype=np.int64)
+    q = np.empty(n)
+    cen = np.empty((L, 3))
+    cm = np.empty((L, L))
+    ce = np.empty((L, L))
+    jw = np.empty((L, 4))
+    tot = 0
+    for e in range(E):
+        done[e] = False
+        _motion_bounds(Q0[e], D[e], TUBE[e], kin, rs.bound_radius, rs.bound_center, pr.self_a,
+                       pr.self_b, K, T, q, cen, cm, ce, jw, MP[e], EP[e])
+        mx = 0.0
+        for p in range(P):
+            mx = max(mx, MP[e, p])
+        n0 = int(np.ceil(mx / (2.0 * SWEPT_FIRST_INFLATION))) if mx > 0.0 else 1
+        if 1 <= n0 <= _SWEPT_MAX_FIRST:
+            N0[e] = n0
+            tot += n0
+    cap = 4 * tot + 64
+    ce = np.empty(cap, dtype=np.int64)  # the open intervals: edge, index at this level
+    cix = np.empty(cap, dtype=np.int64)
+    ne = np.empty(cap, dtype=np.int64)
+    nix = np.empty(cap, dtype=np.int64)
+    failed = np.zeros(E, dtype=np.bool_)
+    ncur = 0
+    for e in range(E):
+        failed[e] = N0[e] == 0
+        for i in range(N0[e]):
+            ce[ncur] = e
+            cix[ncur] = i
+            ncur += 1
+    BI2[H_WPAD] = base
+    BI2[H_PPAD] = base + L * Wn
+    emax = np.empty(P)
+    for lv in range(SWEPT_LEVELS):
+        nn = 0
+        for b0 in range(0, ncur, LANES):
+            m = min(LANES, ncur - b0)
+            for p in range(P):
+                emax[p] = 0.0
+            for kk in range(m):
+                e = ce[b0 + kk]
+                hw = 0.5 / (N0[e] * (1 << lv))
+                for p in range(P):
+                    emax[p] = max(emax[p], MP[e, p] * hw + EP[e, p])
             for l in range(L):
-                e = Mp[l] * hw + Ep[l] + clearance + CERT_TOL
+                x = emax[l] + clearance + CERT_TOL
                 for o in range(Wn):
-                    BF2[base + l * Wn + o] = BF[ow + l * Wn + o] + e
+                    BF2[base + l * Wn + o] = BF[ow + l * Wn + o] + x
             for k in range(Pb):
-                e = 0.0
+                x = 0.0
                 if k < K:
-                    e = Mp[L + k] * hw + Ep[L + k] + clearance + CERT_TOL
-                BF2[base + L * Wn + k] = BF[op + k] + e
-            nn = 0
-            over = False
-            for b0 in range(0, ncur, LANES):
-                m = min(LANES, ncur - b0)
-                for kk in range(LANES):
-                    t = (cur[b0 + min(kk, m - 1)] + 0.5) * w
-                    for j in range(n):
-                        Wb[j * LANES + kk] = q0[j] + d[j] * t
-                alive = block_valid(BF2, BI2, Wb, RIb, (1 << m) - 1, check_self, False)
-                counter[ci] += m
-                for kk in range(m):
-                    if (alive >> kk) & 1 == 0:
-                        if nn + 2 > cap:
-                            over = True
-                            break
-                        nxt[nn] = 2 * cur[b0 + kk]
-                        nxt[nn + 1] = 2 * cur[b0 + kk] + 1
+                    x = emax[L + k] + clearance + CERT_TOL
+                BF2[base + L * Wn + k] = BF[op + k] + x
+            for kk in range(LANES):
+                c = b0 + min(kk, m - 1)
+                e = ce[c]
+                t = (cix[c] + 0.5) / (N0[e] * (1 << lv))
+                for j in range(n):
+                    Wb[j * LANES + kk] = Q0[e, j] + D[e, j] * t
+            alive = block_valid(BF2, BI2, Wb, RIb, (1 << m) - 1, check_self, False)
+            counter[ci] += m
+            for kk in range(m):
+                if (alive >> kk) & 1 == 0:
+                    e = ce[b0 + kk]
+                    if lv + 1 >= SWEPT_LEVELS or nn + 2 > cap:
+                        failed[e] = True
+                    else:
+                        ne[nn] = e
+                        nix[nn] = 2 * cix[b0 + kk]
+                        ne[nn + 1] = e
+                        nix[nn + 1] = 2 * cix[b0 + kk] + 1
                         nn += 2
-                if over:
-                    break
-            if nn == 0:
-                r = 1
-                break
-            if over:
-                break
-            if flag[0] != 0 or now_ns() > deadline:
-                r = -1
-                break
-            cur, nxt = nxt, cur
-            ncur = nn
-    return r
+        ncur = 0
+        for x in range(nn):  # (the intervals of failed edges are dropped)
+            if not failed[ne[x]]:
+                ce[ncur] = ne[x]
+                cix[ncur] = nix[x]
+                ncur += 1
+        if ncur == 0:
+            break
+        if flag[0] != 0 or now_ns() > deadline:
+            return -1
+    for e in range(E):
+        done[e] = not failed[e]
+    return 0
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -951,20 +1057,20 @@ def edge_certified_blocked(q0, d, tube, kin, rs, ws, pr, check_self, clearance, 
     if BF2.shape[0] == 0:
         return edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP,
                               ready, fw, counter, ci, deadline, flag)
-    L = kin.parent.shape[0]
-    K = pr.self_a.shape[0] if check_self else 0
-    if _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
-                       counter, ci, deadline, flag, _BOUNDS_ONLY) != 1:
-        return 0  # (a workspace of another layout)
-    o_Mp = _bounds_offset(L)
-    Mp = fw[o_Mp: o_Mp + L + K]
-    Ep = fw[o_Mp + L + K: o_Mp + 2 * (L + K)]
-    r = _swept_blocked(q0, d, Mp, Ep, L, K, clearance, BF, BI, BF2, BI2, Wb, RIb, check_self,
-                       counter, ci, deadline, flag)
-    if r == 0:
-        r = _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
-                            fw, counter, ci, deadline, flag, _CA_ONLY)
-    return r
+    n = q0.shape[0]
+    E3 = np.empty((3, 1, n))
+    E3[0, 0] = q0
+    E3[1, 0] = d
+    E3[2, 0] = tube
+    done = np.zeros(1, dtype=np.bool_)
+    if _swept_path_blocked(E3[0], E3[1], E3[2], kin, rs, ws, pr, check_self, clearance, T, SP,
+                           ready, fw, counter, ci, deadline, flag, BF, BI, BF2, BI2, Wb, RIb,
+                           done) < 0:
+        return -1
+    if done[0]:
+        return 1
+    return _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
+                           fw, counter, ci, deadline, flag, _CA_ONLY)
 
 
 @njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
@@ -980,11 +1086,22 @@ def first_uncertified_blocked(Q0, D, TUBE, F, I, BF, BI, check_self, clearance):
     flag = np.zeros(1, dtype=np.int64)
     BF2, BI2, Wb, RIb = swept_copies(BF, BI, True)
     never = np.iinfo(np.int64).max
+    E = Q0.shape[0]
+    done = np.zeros(E, dtype=np.bool_)
+    if BF2.shape[0] > 0 and E > 0:
+        _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
+                            fw, counter, 0, never, flag, BF, BI, BF2, BI2, Wb, RIb, done)
     bad = -1
-    for k in range(Q0.shape[0]):
-        if edge_certified_blocked(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance,
-                                  T, SP, ready, fw, counter, 0, never, flag, BF, BI, BF2, BI2,
-                                  Wb, RIb) != 1:
+    for k in range(E):
+        if done[k]:
+            continue
+        if BF2.shape[0] > 0:
+            r = _edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance, T,
+                                SP, ready, fw, counter, 0, never, flag, _CA_ONLY)
+        else:
+            r = edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance, T,
+                               SP, ready, fw, counter, 0, never, flag)
+        if r != 1:
             bad = k
             break
     return bad, counter[0]
@@ -1007,11 +1124,12 @@ def swept_certified_packed(q0, d, tube, F, I, BF, BI, check_self, clearance):  #
     if BF2.shape[0] == 0:
         return _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
                                fw, counter, 0, never, flag, _SWEPT_ONLY)
-    K = pr.self_a.shape[0] if check_self else 0
-    if _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready, fw,
-                       counter, 0, never, flag, _BOUNDS_ONLY) != 1:
-        return 0
-    o_Mp = _bounds_offset(L)
-    return _swept_blocked(q0, d, fw[o_Mp: o_Mp + L + K], fw[o_Mp + L + K: o_Mp + 2 * (L + K)], L,
-                          K, clearance, BF, BI, BF2, BI2, Wb, RIb, check_self, counter, 0, never,
-                          flag)
+    n = q0.shape[0]
+    E3 = np.empty((3, 1, n))
+    E3[0, 0] = q0
+    E3[1, 0] = d
+    E3[2, 0] = tube
+    done = np.zeros(1, dtype=np.bool_)
+    _swept_path_blocked(E3[0], E3[1], E3[2], kin, rs, ws, pr, check_self, clearance, T, SP,
+                        ready, fw, counter, 0, never, flag, BF, BI, BF2, BI2, Wb, RIb, done)
+    return 1 if done[0] else 0
