@@ -126,6 +126,8 @@ __all__ = [
     "edge_certified_blocked",
     "swept_copies",
     "swept_certified_packed",
+    "swept_path_certified_packed",
+    "motion_bounds_packed",
 ]
 
 CERT_TOL = 1e-8
@@ -1113,23 +1115,51 @@ def swept_certified_packed(q0, d, tube, F, I, BF, BI, check_self, clearance):  #
     certifies ``q0 + t * d`` (widened by ``tube``), else 0; on the blocked kernels when the
     block scene ``BF`` / ``BI`` is given (empty arrays: the scalar kernels). For tests and
     benchmarks of that stage."""
+    if not 0 < BF.shape[0] <= _SWEPT_MAX_BF:  # (no block scene to copy: see swept_copies)
+        kin, rs, ws, pr = unpack_scene_borrowed(F, I)
+        L = kin.parent.shape[0]
+        T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
+                                             pr.self_a.shape[0])
+        return _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
+                               fw, np.zeros(1, dtype=np.int64), 0, np.iinfo(np.int64).max,
+                               np.zeros(1, dtype=np.int64), _SWEPT_ONLY)
+    done = np.zeros(1, dtype=np.bool_)
+    swept_path_certified_packed(q0.reshape((1, q0.shape[0])), d.reshape((1, d.shape[0])),
+                                tube.reshape((1, tube.shape[0])), F, I, BF, BI, check_self,
+                                clearance, done)
+    return 1 if done[0] else 0
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def swept_path_certified_packed(Q0, D, TUBE, F, I, BF, BI, check_self, clearance, done):  # type: ignore[no-untyped-def]
+    """The blocked inflated-sample stage alone over the edges ``Q0[e] + t * D[e]`` together
+    (as a path is certified): ``done[e]`` set for each edge it certifies. Needs a block scene
+    ``BF`` / ``BI`` small enough to copy (else nothing is certified). For tests."""
     kin, rs, ws, pr = unpack_scene_borrowed(F, I)
     L = kin.parent.shape[0]
     T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
                                          pr.self_a.shape[0])
     counter = np.zeros(1, dtype=np.int64)
     flag = np.zeros(1, dtype=np.int64)
-    never = np.iinfo(np.int64).max
     BF2, BI2, Wb, RIb = swept_copies(BF, BI, True)
-    if BF2.shape[0] == 0:
-        return _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
-                               fw, counter, 0, never, flag, _SWEPT_ONLY)
-    n = q0.shape[0]
-    E3 = np.empty((3, 1, n))
-    E3[0, 0] = q0
-    E3[1, 0] = d
-    E3[2, 0] = tube
-    done = np.zeros(1, dtype=np.bool_)
-    _swept_path_blocked(E3[0], E3[1], E3[2], kin, rs, ws, pr, check_self, clearance, T, SP,
-                        ready, fw, counter, 0, never, flag, BF, BI, BF2, BI2, Wb, RIb, done)
-    return 1 if done[0] else 0
+    done[:] = False
+    if BF2.shape[0] > 0 and Q0.shape[0] > 0:
+        _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
+                            fw, counter, 0, np.iinfo(np.int64).max, flag, BF, BI, BF2, BI2, Wb,
+                            RIb, done)
+    return 0
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def motion_bounds_packed(q0, d, tube, F, I, check_self):  # type: ignore[no-untyped-def]
+    """``(Mp, Ep)`` of :func:`_motion_bounds` for the edge ``q0 + t * d`` (widened by ``tube``):
+    per link, then per checked self pair (m per unit t). For tests and diagnostics."""
+    kin, rs, _, pr = unpack_scene_borrowed(F, I)
+    L = kin.parent.shape[0]
+    K = pr.self_a.shape[0] if check_self else 0
+    Mp = np.zeros(L + K)
+    Ep = np.zeros(L + K)
+    _motion_bounds(q0, d, tube, kin, rs.bound_radius, rs.bound_center, pr.self_a, pr.self_b, K,
+                   np.empty((L, 4, 4)), np.empty(q0.shape[0]), np.empty((L, 3)),
+                   np.empty((L, L)), np.empty((L, L)), np.empty((L, 4)), Mp, Ep)
+    return Mp, Ep

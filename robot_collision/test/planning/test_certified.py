@@ -30,8 +30,10 @@ from robot_collision.collision.certified import (
     edge_certified,
     first_uncertified,
     first_uncertified_blocked,
+    motion_bounds_packed,
     motion_certified_packed,
     swept_certified_packed,
+    swept_path_certified_packed,
 )
 from robot_collision.geometry.transforms import pose_from_xyz_rpy
 from robot_collision.planning.rrt import BiRRT, RRTOptions
@@ -504,6 +506,99 @@ def _stage_property(robot: RobotModel, world: list, seed: int, clearance: float,
             assert ok.all(), (f"inflated samples certified an edge colliding at t = "
                               f"{np.flatnonzero(~ok)[0] / (ORACLE_SAMPLES - 1):.5f}: {a} -> {b}")
     return certified
+
+
+def _motion_bound_property(robot: RobotModel, seed: int, scale: float) -> None:
+    """``motion_bounds_packed`` against the motion itself: FK at 4000 configurations along random
+    edges, 27 points of every link's bounding sphere (its centre, the ends of 26 directions);
+    no point moves faster than its link's bound, and, expressed in the frame of a self pair's
+    common ancestor, the two links' points together no faster than the pair's bound."""
+    rng = np.random.default_rng(seed)
+    checker = CollisionChecker(robot)
+    F, I = checker.packed([])
+    sc = checker._prepare([])
+    rs, pr = sc.rs, sc.pr
+    parent = np.asarray(robot.kin.parent)
+    L = len(robot.link_names)
+    dirs = np.array(list(itertools.product([-1.0, 0.0, 1.0], repeat=3)))
+    dirs[13] = 0.0  # (the centre)
+    dirs /= np.maximum(np.linalg.norm(dirs, axis=1), 1.0)[:, None]
+    m = 4000
+    lo = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
+    hi = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
+    for _ in range(4):
+        a = robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * scale, lo, hi)
+        Mp, Ep = motion_bounds_packed(a, b - a, np.zeros(a.shape[0]), F, I, True)
+        assert np.all(Ep == 0.0) and np.all(Mp >= 0.0)
+        T = robot.link_poses_batch(_dense(a, b, m))  # (m, L, 4, 4)
+        pts = {}
+        for l in range(L):
+            if rs.bound_radius[l] >= 0.0:
+                local = rs.bound_center[l] + rs.bound_radius[l] * dirs  # (27, 3), link frame
+                pts[l] = np.einsum("mij,pj->mpi", T[:, l, :3, :3], local) + T[:, l, None, :3, 3]
+                speed = np.linalg.norm(np.diff(pts[l], axis=0), axis=2).max() * (m - 1)
+                assert speed <= Mp[l] * (1 + 1e-9) + 1e-9, (l, speed, Mp[l])
+        for k, (pa, pb) in enumerate(zip(pr.self_a, pr.self_b)):
+            if pa not in pts or pb not in pts:
+                continue
+            x, y = int(pa), int(pb)
+            while x != y:
+                x, y = (int(parent[x]), y) if x > y else (x, int(parent[y]))
+            R, t = T[:, x, :3, :3], T[:, x, :3, 3]
+            rel = 0.0
+            for q in (pa, pb):  # the links' points in the common ancestor's frame
+                X = np.einsum("mji,mpj->mpi", R, pts[q] - t[:, None, :])
+                rel = rel + np.linalg.norm(np.diff(X, axis=0), axis=2).max(axis=1)
+            speed = float(np.max(rel)) * (m - 1)
+            assert speed <= Mp[L + k] * (1 + 1e-9) + 1e-9, (pa, pb, speed, Mp[L + k])
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.05, 0.5, 2.0]))
+def test_motion_bounds_hold_along_the_edge(mixed_robot: RobotModel, default_robot: RobotModel,
+                                           seed: int, scale: float) -> None:
+    """The motion bounds (from the middle of the edge, or the chain length) are never below
+    the motion FK shows, with continuous, prismatic and mimic joints."""
+    _motion_bound_property(mixed_robot, seed, scale)
+    _motion_bound_property(default_robot, seed + 1, scale)
+
+
+@pytest.mark.mbm
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.05, 0.5, 2.0]))
+def test_motion_bounds_of_the_panda_hold_along_the_edge(panda: RobotModel, seed: int,
+                                                         scale: float) -> None:
+    _motion_bound_property(panda, seed, scale)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), clearance=st.sampled_from([0.0, 0.01]))
+def test_inflated_samples_of_a_path_certify_only_free_edges(sphere_robot: RobotModel, seed: int,
+                                                            clearance: float) -> None:
+    """A path's edges through the blocked stage together (their intervals packed 8 per pass,
+    each pass padded for the neediest): edges of very different lengths from near contact;
+    every edge certified is free with the clearance at 10^4 configurations (exact oracle), and
+    was certified alone too (a pass never pads an interval less than its own edge would)."""
+    rng = np.random.default_rng(seed)
+    world = _mixed_world(rng)
+    checker = CollisionChecker(sphere_robot)
+    oracle = CollisionChecker(sphere_robot, padding=clearance) if clearance > 0 else checker
+    F, I = checker.packed(world)
+    BF, BI = _block(checker, world)
+    edges = [_near_contact_edge(sphere_robot, checker, world, rng, s)
+             for s in (0.02, 0.3, 1.5, 0.1, 0.8, 0.05)]
+    Q0 = np.array([a for a, _ in edges])
+    D = np.array([b - a for a, b in edges])
+    done = np.zeros(len(edges), dtype=np.bool_)
+    swept_path_certified_packed(Q0, D, np.zeros_like(D), F, I, BF, BI, True, clearance, done)
+    for (a, b), ok_path in zip(edges, done):
+        if ok_path:
+            ok = oracle.is_valid_batch(_dense(a, b), world)
+            assert ok.all(), (f"a path's inflated samples certified an edge colliding at t = "
+                              f"{np.flatnonzero(~ok)[0] / (ORACLE_SAMPLES - 1):.5f}: {a} -> {b}")
+            assert swept_certified_packed(a, b - a, np.zeros(a.shape[0]), F, I, BF, BI, True,
+                                          clearance) == 1
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
