@@ -26,7 +26,7 @@ its samples. :func:`edge_certified` proves it free over the whole segment, every
   being what sets the configurations). It changes along the edge at most at ``BV[l] = sum_k
   |theta'_k| (2 Om_k R_k + sum_{j from k down to l} M_jl) + bound radius * sum_k |theta'_k|
   Om_k`` (``Om_k``: the joint speeds above k, which turn k's axis and carry ``c - p_k``;
-  ``R_k``: the chain bound of ``|c - p_k|`` above; ``M_jl``: joint j's static motion bound of
+  ``R_k``: the chain bound of ``|c - p_k|`` above; ``M_jl``: joint j's motion bound of
   l), so a point moves at most ``A dt + BV dt^2 / 2`` either way of the evaluated t. A self
   pair: the distance of each link's bounding sphere from each joint axis below their common
   ancestor (per joint, growing at most at the static rate of the joints below it); the vector
@@ -399,14 +399,37 @@ def _velocity_bound(l, T, cen, axis, jtype, qidx, scale, parent, d, brad):  # ty
             * (1.0 + 1e-9) + 1e-12)
 
 
+@njit(cache=True, inline="always")
+def _below_common_ancestor(a, b, parent, X, Y):  # type: ignore[no-untyped-def]
+    """``(sum X, sum Y)`` over the joints below the lowest common ancestor of links ``a`` and
+    ``b``: ``X[k, a]`` for those on a's side, ``X[k, b]`` on b's (the same for ``Y``)."""
+    x = a
+    y = b
+    sx = 0.0
+    sy = 0.0
+    while x != y:
+        if x > y:
+            sx += X[x, a]
+            sy += Y[x, a]
+            x = parent[x]
+        else:
+            sx += X[y, b]
+            sy += Y[y, b]
+            y = parent[y]
+    return sx, sy
+
+
 @njit(cache=True, fastmath=False, boundscheck=False)
 def _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, cm, ce, jw, Mp,  # type: ignore[no-untyped-def]
-                   Ep):
+                   Ep, growth, Om, cg, BV):
     """Motion bounds of the edge ``q0 + t * d``, t in [0, 1]: ``Mp[l]`` (m per unit t) of the
     points of link ``l``'s bounding sphere, ``Mp[L + k]`` of self pair ``k`` relative to each
     other (the joints below their common ancestor), ``Ep`` of the ``tube`` the same way;
     ``cm[k, l]`` / ``ce[k, l]``: joint k's share. Scratch: ``T`` (L, 4, 4), ``q`` (n), ``cen``
-    (L, 3), ``jw`` (L, 4).
+    (L, 3), ``jw`` (L, 4). With ``growth``, also the growth bounds of conservative advancement
+    (per unit t^2, given ``Om[k]``, the angular speed bound of k's axis): ``cg[k, l]``, of joint
+    k's share of l's speed at a configuration (k's speed times the motion through the joints
+    below it), and ``BV[l]``, of l's velocity-field bound (see the module docstring).
 
     Joint k's share of link l is ``|scale_k * d_k|`` times a bound of the distance of l's points
     from k's axis on the whole edge (1 for a prismatic joint): the smaller of the chain length
@@ -430,9 +453,14 @@ def _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, c
     for l in range(L):
         Mp[l] = 0.0
         Ep[l] = 0.0
+        bo = 0.0
         for k in range(L):
             cm[k, l] = 0.0
             ce[k, l] = 0.0
+        if growth:
+            BV[l] = 0.0
+            for k in range(L):
+                cg[k, l] = 0.0
         if brad[l] < 0.0:
             continue
         for c in range(3):
@@ -448,6 +476,16 @@ def _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, c
                 s = abs(scale[k])
                 mv = s * abs(d[j])
                 ev = s * tube[j]
+                if growth:
+                    if jt == REVOLUTE:
+                        # the distance of l's points from k's axis grows at most at rate
+                        # ``below``; the velocity field's d/dt of mv * w_k x (c - p_k) is at most
+                        # mv * (2 Om_k |c - p_k| + the motion through k and below)
+                        cg[k, l] = mv * below
+                        BV[l] += mv * (2.0 * Om[k] * acc + below + mv * acc)
+                        bo += mv * Om[k]
+                    else:
+                        BV[l] += mv * Om[k]
                 if jt == REVOLUTE:
                     r = acc
                     if mv > 0.0:
@@ -473,24 +511,10 @@ def _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, c
                     acc += max(abs(v0), abs(v1)) + s * tube[j]
             acc += jw[k, 0]
             k = parent[k]
+        if growth:
+            BV[l] += brad[l] * bo
     for kk in range(K):
-        a = self_a[kk]
-        b = self_b[kk]
-        x = a
-        y = b
-        mv = 0.0
-        ev = 0.0
-        while x != y:
-            if x > y:
-                mv += cm[x, a]
-                ev += ce[x, a]
-                x = parent[x]
-            else:
-                mv += cm[y, b]
-                ev += ce[y, b]
-                y = parent[y]
-        Mp[L + kk] = mv
-        Ep[L + kk] = ev
+        Mp[L + kk], Ep[L + kk] = _below_common_ancestor(self_a[kk], self_b[kk], parent, cm, ce)
     return True
 
 
@@ -651,45 +675,10 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
         Om[k] = Om[j]
         if j > 0 and jtype[j] == REVOLUTE:
             Om[k] += abs(scale[j] * d[qidx[j]])
-    # ---- growth bounds of the links' speeds (per unit of t), for the steps of conservative
-    # advancement from a configuration's own speed (chain-length bounds, valid on the whole edge)
-    for l in range(L):
-        BV[l] = 0.0
-        bo = 0.0
-        for k in range(L):
-            cg[k, l] = 0.0
-        if brad[l] < 0.0:
-            continue
-        acc = np.sqrt(bcen[l, 0] ** 2 + bcen[l, 1] ** 2 + bcen[l, 2] ** 2) + brad[l]
-        below = 0.0  # motion bound (per unit t) from the joints between k and l
-        k = l
-        while k > 0:
-            jt = jtype[k]
-            if jt != FIXED:
-                j = qidx[k]
-                s = abs(scale[k])
-                mv = s * abs(d[j])
-                if jt == REVOLUTE:
-                    # the distance of l's points from k's axis grows at most at rate ``below``
-                    cg[k, l] = mv * below
-                    # velocity field: d/dt of mv * w_k x (c - p_k) is at most
-                    # mv * (2 Om_k |c - p_k| + the motion through k and below)
-                    BV[l] += mv * (2.0 * Om[k] * acc + below + mv * acc)
-                    bo += mv * Om[k]
-                    mv *= acc
-                else:
-                    BV[l] += mv * Om[k]
-                below += mv
-                if jt == PRISMATIC:
-                    v0 = scale[k] * q0[j] + offset[k]
-                    v1 = scale[k] * (q0[j] + d[j]) + offset[k]
-                    acc += max(abs(v0), abs(v1)) + s * tube[j]
-            acc += np.sqrt(origin[k, 0, 3] ** 2 + origin[k, 1, 3] ** 2 + origin[k, 2, 3] ** 2)
-            k = parent[k]
-        BV[l] += brad[l] * bo
-    # ---- motion bounds of the links and self pairs, and of the tube
+    # ---- motion bounds of the links and self pairs, and of the tube; growth bounds of the
+    # links' speeds, for the steps of advancement from a configuration's own speed
     _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, cm, ce,
-                   np.empty((L, 4)), Mp, Ep)
+                   np.empty((L, 4)), Mp, Ep, True, Om, cg, BV)
     # ---- horizons start at 0 (every pair evaluated at t = 0)
     for l in range(L):
         h[l] = 0.0 if (brad[l] >= 0.0 and W > 0) else _FAR
@@ -814,19 +803,7 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
                                              scale, parent, d, brad, ca, aready)
                         ok = _inline_call_or(_rates, False, b, x, T, cen, axis, jtype, qidx,
                                              scale, parent, d, brad, ca, aready) and ok
-                        A = 0.0
-                        Bq = 0.0
-                        x = a
-                        y = b
-                        while x != y:
-                            if x > y:
-                                A += ca[x, a]
-                                Bq += cg[x, a]
-                                x = parent[x]
-                            else:
-                                A += ca[y, b]
-                                Bq += cg[y, b]
-                                y = parent[y]
+                        A, Bq = _below_common_ancestor(a, b, parent, ca, cg)
                     if ok:  # (a failed helper: the static bound alone)
                         step2 = 2.0 * slack / (A + np.sqrt(A * A + 2.0 * Bq * slack))
                         step = max(step, step2)
@@ -880,19 +857,32 @@ def motion_certified_packed(q0, d, tube, F, I, check_self, clearance):  # type: 
 def edges_certified_packed(Q0, D, F, I, BF, BI, check_self, clearance, out):  # type: ignore[no-untyped-def]
     """``out[k]`` = :func:`edge_certified_blocked` of ``Q0[k] + t * D[k]`` (one thread; block
     scene ``BF`` / ``BI``, or empty arrays); returns the evaluated configurations (benchmarks,
-    batch checks)."""
+    batch checks). With a block scene the edges go through the inflated-sample stage together,
+    as a path's do (:func:`first_uncertified_blocked`), and advancement decides the rest."""
     kin, rs, ws, pr = unpack_scene_borrowed(F, I)
     L = kin.parent.shape[0]
     T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
                                          pr.self_a.shape[0])
     counter = np.zeros(1, dtype=np.int64)
     flag = np.zeros(1, dtype=np.int64)
+    never = np.iinfo(np.int64).max
+    E = Q0.shape[0]
     tube = np.zeros(Q0.shape[1])
     BF2, BI2, Wb, RIb = swept_copies(BF, BI, True)
-    for k in range(Q0.shape[0]):
-        out[k] = edge_certified_blocked(Q0[k], D[k], tube, kin, rs, ws, pr, check_self,
-                                        clearance, T, SP, ready, fw, counter, 0,
-                                        np.iinfo(np.int64).max, flag, BF, BI, BF2, BI2, Wb, RIb)
+    done = np.zeros(E, dtype=np.bool_)
+    if BF2.shape[0] > 0 and E > 0:
+        _swept_path_blocked(Q0, D, np.zeros((E, Q0.shape[1])), kin, rs, ws, pr, check_self,
+                            clearance, T, SP, ready, fw, counter, 0, never, flag, BF, BI, BF2,
+                            BI2, Wb, RIb, done)
+    for k in range(E):
+        if done[k]:
+            out[k] = 1
+        elif BF2.shape[0] > 0:
+            out[k] = _edge_certified(Q0[k], D[k], tube, kin, rs, ws, pr, check_self, clearance,
+                                     T, SP, ready, fw, counter, 0, never, flag, _CA_ONLY)
+        else:
+            out[k] = edge_certified(Q0[k], D[k], tube, kin, rs, ws, pr, check_self, clearance,
+                                    T, SP, ready, fw, counter, 0, never, flag)
     return counter[0]
 
 
@@ -939,19 +929,28 @@ def _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, 
     op = BI[H_PPAD]
     if n > L:
         return 0  # (more joint values than links: not this robot's edges)
-    MP = np.empty((E, P))
-    EP = np.empty((E, P))
+    # scratch in one float and two int allocations (this runs once per edge in the planner's
+    # loop): the edges' bounds, then _motion_bounds' scratch, then the paddings of a pass
+    fb = np.empty(2 * E * P + n + 3 * L + 2 * L * L + 4 * L + P)
+    MP = fb[:E * P].reshape((E, P))
+    EP = fb[E * P: 2 * E * P].reshape((E, P))
+    o = 2 * E * P
+    q = fb[o: o + n]
+    cen = fb[o + n: o + n + 3 * L].reshape((L, 3))
+    o += n + 3 * L
+    cm = fb[o: o + L * L].reshape((L, L))
+    cem = fb[o + L * L: o + 2 * L * L].reshape((L, L))
+    jw = fb[o + 2 * L * L: o + 2 * L * L + 4 * L].reshape((L, 4))
+    emax = fb[o + 2 * L * L + 4 * L:]
+    none1 = fb[:0]  # (no growth bounds here)
+    none2 = none1.reshape((0, 0))
     N0 = np.zeros(E, dtype=np.int64)
-    q = np.empty(n)
-    cen = np.empty((L, 3))
-    cm = np.empty((L, L))
-    ce = np.empty((L, L))
-    jw = np.empty((L, 4))
     tot = 0
     for e in range(E):
         done[e] = False
         _motion_bounds(Q0[e], D[e], TUBE[e], kin, rs.bound_radius, rs.bound_center, pr.self_a,
-                       pr.self_b, K, T, q, cen, cm, ce, jw, MP[e], EP[e])
+                       pr.self_b, K, T, q, cen, cm, cem, jw, MP[e], EP[e], False, none1, none2,
+                       none1)
         mx = 0.0
         for p in range(P):
             mx = max(mx, MP[e, p])
@@ -960,21 +959,22 @@ def _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, 
             N0[e] = n0
             tot += n0
     cap = 4 * tot + 64
-    ce = np.empty(cap, dtype=np.int64)  # the open intervals: edge, index at this level
-    cix = np.empty(cap, dtype=np.int64)
-    ne = np.empty(cap, dtype=np.int64)
-    nix = np.empty(cap, dtype=np.int64)
-    failed = np.zeros(E, dtype=np.bool_)
+    # the open intervals: edge and index at this level, now and next
+    iv = np.empty(4 * cap + E, dtype=np.int64)
+    ie = iv[:cap]
+    ix = iv[cap: 2 * cap]
+    ne = iv[2 * cap: 3 * cap]
+    nx = iv[3 * cap: 4 * cap]
+    failed = iv[4 * cap:]
     ncur = 0
     for e in range(E):
-        failed[e] = N0[e] == 0
+        failed[e] = 1 if N0[e] == 0 else 0
         for i in range(N0[e]):
-            ce[ncur] = e
-            cix[ncur] = i
+            ie[ncur] = e
+            ix[ncur] = i
             ncur += 1
     BI2[H_WPAD] = base
     BI2[H_PPAD] = base + L * Wn
-    emax = np.empty(P)
     for lv in range(SWEPT_LEVELS):
         nn = 0
         for b0 in range(0, ncur, LANES):
@@ -982,50 +982,50 @@ def _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, 
             for p in range(P):
                 emax[p] = 0.0
             for kk in range(m):
-                e = ce[b0 + kk]
+                e = ie[b0 + kk]
                 hw = 0.5 / (N0[e] * (1 << lv))
                 for p in range(P):
                     emax[p] = max(emax[p], MP[e, p] * hw + EP[e, p])
             for l in range(L):
-                x = emax[l] + clearance + CERT_TOL
+                pad = emax[l] + clearance + CERT_TOL
                 for o in range(Wn):
-                    BF2[base + l * Wn + o] = BF[ow + l * Wn + o] + x
+                    BF2[base + l * Wn + o] = BF[ow + l * Wn + o] + pad
             for k in range(Pb):
-                x = 0.0
+                pad = 0.0
                 if k < K:
-                    x = emax[L + k] + clearance + CERT_TOL
-                BF2[base + L * Wn + k] = BF[op + k] + x
+                    pad = emax[L + k] + clearance + CERT_TOL
+                BF2[base + L * Wn + k] = BF[op + k] + pad
             for kk in range(LANES):
                 c = b0 + min(kk, m - 1)
-                e = ce[c]
-                t = (cix[c] + 0.5) / (N0[e] * (1 << lv))
+                e = ie[c]
+                t = (ix[c] + 0.5) / (N0[e] * (1 << lv))
                 for j in range(n):
                     Wb[j * LANES + kk] = Q0[e, j] + D[e, j] * t
             alive = block_valid(BF2, BI2, Wb, RIb, (1 << m) - 1, check_self, False)
             counter[ci] += m
             for kk in range(m):
                 if (alive >> kk) & 1 == 0:
-                    e = ce[b0 + kk]
+                    e = ie[b0 + kk]
                     if lv + 1 >= SWEPT_LEVELS or nn + 2 > cap:
-                        failed[e] = True
+                        failed[e] = 1
                     else:
                         ne[nn] = e
-                        nix[nn] = 2 * cix[b0 + kk]
+                        nx[nn] = 2 * ix[b0 + kk]
                         ne[nn + 1] = e
-                        nix[nn + 1] = 2 * cix[b0 + kk] + 1
+                        nx[nn + 1] = 2 * ix[b0 + kk] + 1
                         nn += 2
         ncur = 0
-        for x in range(nn):  # (the intervals of failed edges are dropped)
-            if not failed[ne[x]]:
-                ce[ncur] = ne[x]
-                cix[ncur] = nix[x]
+        for c in range(nn):  # (the intervals of failed edges are dropped)
+            if failed[ne[c]] == 0:
+                ie[ncur] = ne[c]
+                ix[ncur] = nx[c]
                 ncur += 1
         if ncur == 0:
             break
         if flag[0] != 0 or now_ns() > deadline:
             return -1
     for e in range(E):
-        done[e] = not failed[e]
+        done[e] = failed[e] == 0
     return 0
 
 
@@ -1161,5 +1161,6 @@ def motion_bounds_packed(q0, d, tube, F, I, check_self):  # type: ignore[no-unty
     Ep = np.zeros(L + K)
     _motion_bounds(q0, d, tube, kin, rs.bound_radius, rs.bound_center, pr.self_a, pr.self_b, K,
                    np.empty((L, 4, 4)), np.empty(q0.shape[0]), np.empty((L, 3)),
-                   np.empty((L, L)), np.empty((L, L)), np.empty((L, 4)), Mp, Ep)
+                   np.empty((L, L)), np.empty((L, L)), np.empty((L, 4)), Mp, Ep, False,
+                   np.empty(L), np.empty((L, L)), np.empty(L))
     return Mp, Ep

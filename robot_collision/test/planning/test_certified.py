@@ -28,6 +28,7 @@ from robot_collision import (
 )
 from robot_collision.collision.certified import (
     edge_certified,
+    edges_certified_packed,
     first_uncertified,
     first_uncertified_blocked,
     motion_bounds_packed,
@@ -579,7 +580,8 @@ def test_inflated_samples_of_a_path_certify_only_free_edges(sphere_robot: RobotM
     """A path's edges through the blocked stage together (their intervals packed 8 per pass,
     each pass padded for the neediest): edges of very different lengths from near contact;
     every edge certified is free with the clearance at 10^4 configurations (exact oracle), and
-    was certified alone too (a pass never pads an interval less than its own edge would)."""
+    was certified alone too (a pass never pads an interval less than its own edge would); the
+    same for the batch entry ``edges_certified_packed``."""
     rng = np.random.default_rng(seed)
     world = _mixed_world(rng)
     checker = CollisionChecker(sphere_robot)
@@ -599,6 +601,14 @@ def test_inflated_samples_of_a_path_certify_only_free_edges(sphere_robot: RobotM
                               f"{np.flatnonzero(~ok)[0] / (ORACLE_SAMPLES - 1):.5f}: {a} -> {b}")
             assert swept_certified_packed(a, b - a, np.zeros(a.shape[0]), F, I, BF, BI, True,
                                           clearance) == 1
+    # the batch entry (the stage over all edges together, advancement for the rest)
+    out = np.zeros(len(edges), dtype=np.int64)
+    edges_certified_packed(Q0, D, F, I, BF, BI, True, clearance, out)
+    assert np.all(out[done] == 1)
+    for (a, b), code in zip(edges, out):
+        assert code in (0, 1)
+        if code == 1:
+            assert oracle.is_valid_batch(_dense(a, b), world).all(), f"{a} -> {b}"
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
