@@ -149,8 +149,8 @@ SWEPT_FIRST_INFLATION = 0.04
 """Largest inflation (m) of a link at the inflated-sample stage's first samples."""
 _SWEPT_MAX_BF = 65536  # the blocked stage copies the block scene: not one larger than this
 _SWEPT_MAX_FIRST = 4096  # more first intervals than this: straight to conservative advancement
-# stages of _edge_certified: the motion bounds only (into the workspace), the inflated samples
-# then conservative advancement, conservative advancement alone, the inflated samples alone
+# stages of _edge_certified: the inflated samples then conservative advancement, conservative
+# advancement alone, the inflated samples alone
 _SWEPT_THEN_CA, _CA_ONLY, _SWEPT_ONLY = 1, 2, 3
 
 
@@ -316,7 +316,7 @@ def cert_workspace(L, S, W, K):  # type: ignore[no-untyped-def]
     # fw: cen (3L) | cm (L*L) | ce (L*L) | Mp (P) | Ep (P) | h (P) | q (n <= L)
     #     | wa, wb, n (9) | bb (W) | cg (L*L) | ca (L*L) | Om (L) | aready (L) | pn, ilo, ihi (3P)
     #     | BV (L) | per level of the inflated samples: world pads (L*W), self pads (P), set (1)
-    #     | buf (3 (L + 3))
+    #     | buf (3 (L + 3)) | jw (4L)
     fw = np.empty(o_cg_end(L, P, W))
     iw = np.empty(0, dtype=np.int64)
     return T, SP, ready, fw, iw
@@ -327,7 +327,7 @@ def o_cg_end(L, P, W):  # type: ignore[no-untyped-def]
     """Size of the float workspace of :func:`edge_certified` (its layout, see
     :func:`cert_workspace`)."""
     return (3 * L + 2 * L * L + 3 * P + L + 9 + W + 2 * L * L + 2 * L + 3 * P + L
-            + SWEPT_LEVELS * (L * W + P + 1) + 3 * (L + 3))
+            + SWEPT_LEVELS * (L * W + P + 1) + 3 * (L + 3) + 4 * L)
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
@@ -675,16 +675,7 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
         Om[k] = Om[j]
         if j > 0 and jtype[j] == REVOLUTE:
             Om[k] += abs(scale[j] * d[qidx[j]])
-    # ---- motion bounds of the links and self pairs, and of the tube; growth bounds of the
-    # links' speeds, for the steps of advancement from a configuration's own speed
-    _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, cm, ce,
-                   np.empty((L, 4)), Mp, Ep, True, Om, cg, BV)
-    # ---- horizons start at 0 (every pair evaluated at t = 0)
-    for l in range(L):
-        h[l] = 0.0 if (brad[l] >= 0.0 and W > 0) else _FAR
-    for kk in range(K):
-        h[L + kk] = 0.0 if (brad[self_a[kk]] >= 0.0 and brad[self_b[kk]] >= 0.0) else _FAR
-    # ---- the inflated samples first: most edges are certified there, at a fraction of the cost
+    # ---- scratch of the inflated samples
     o_sw = o_pn + 3 * P + L
     wpl = fw[o_sw: o_sw + SWEPT_LEVELS * L * W].reshape((SWEPT_LEVELS, L, W))
     o_sw += SWEPT_LEVELS * L * W
@@ -693,6 +684,16 @@ def _edge_certified(q0, d, tube, kin, rs, ws, pr, check_self, clearance, T, SP, 
     have = fw[o_sw: o_sw + SWEPT_LEVELS]
     o_sw += SWEPT_LEVELS
     buf = fw[o_sw: o_sw + 3 * (L + 3)].reshape((L + 3, 3))
+    jw = fw[o_sw + 3 * (L + 3): o_sw + 3 * (L + 3) + 4 * L].reshape((L, 4))
+    # ---- motion bounds of the links and self pairs, and of the tube; growth bounds of the
+    # links' speeds, for the steps of advancement from a configuration's own speed
+    _motion_bounds(q0, d, tube, kin, brad, bcen, self_a, self_b, K, T, q, cen, cm, ce,
+                   jw, Mp, Ep, True, Om, cg, BV)
+    # ---- horizons start at 0 (every pair evaluated at t = 0)
+    for l in range(L):
+        h[l] = 0.0 if (brad[l] >= 0.0 and W > 0) else _FAR
+    for kk in range(K):
+        h[L + kk] = 0.0 if (brad[self_a[kk]] >= 0.0 and brad[self_b[kk]] >= 0.0) else _FAR
     if stage in (_SWEPT_THEN_CA, _SWEPT_ONLY):
         r = _swept(q0, d, kin, rs, ws, pr, check_self, clearance, Mp, Ep, T, SP, ready, q, wpl,
                    spl, have, buf, counter, ci, deadline, flag)
@@ -853,12 +854,13 @@ def motion_certified_packed(q0, d, tube, F, I, check_self, clearance):  # type: 
     return r, counter[0]
 
 
-@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
-def edges_certified_packed(Q0, D, F, I, BF, BI, check_self, clearance, out):  # type: ignore[no-untyped-def]
-    """``out[k]`` = :func:`edge_certified_blocked` of ``Q0[k] + t * D[k]`` (one thread; block
-    scene ``BF`` / ``BI``, or empty arrays); returns the evaluated configurations (benchmarks,
-    batch checks). With a block scene the edges go through the inflated-sample stage together,
-    as a path's do (:func:`first_uncertified_blocked`), and advancement decides the rest."""
+@njit(cache=True, fastmath=False, boundscheck=False)
+def _certify_edges(Q0, D, TUBE, F, I, BF, BI, check_self, clearance, out, stop):  # type: ignore[no-untyped-def]
+    """``out[k]`` = 1 when the motion ``Q0[k] + t * D[k]`` (widened by ``TUBE[k]``) is
+    certified, else 0: with a block scene ``BF`` / ``BI`` small enough to copy, the edges
+    through the blocked inflated-sample stage together and advancement for those it leaves;
+    else :func:`edge_certified` edge by edge. With ``stop``, edges after the first uncertified
+    one are not looked at (left 0). Returns the evaluated configurations."""
     kin, rs, ws, pr = unpack_scene_borrowed(F, I)
     L = kin.parent.shape[0]
     T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
@@ -867,23 +869,36 @@ def edges_certified_packed(Q0, D, F, I, BF, BI, check_self, clearance, out):  # 
     flag = np.zeros(1, dtype=np.int64)
     never = np.iinfo(np.int64).max
     E = Q0.shape[0]
-    tube = np.zeros(Q0.shape[1])
     BF2, BI2, Wb, RIb = swept_copies(BF, BI, True)
     done = np.zeros(E, dtype=np.bool_)
     if BF2.shape[0] > 0 and E > 0:
-        _swept_path_blocked(Q0, D, np.zeros((E, Q0.shape[1])), kin, rs, ws, pr, check_self,
-                            clearance, T, SP, ready, fw, counter, 0, never, flag, BF, BI, BF2,
-                            BI2, Wb, RIb, done)
+        _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
+                            fw, counter, 0, never, flag, BF, BI, BF2, BI2, Wb, RIb, done)
+    for k in range(E):
+        out[k] = 0
     for k in range(E):
         if done[k]:
             out[k] = 1
         elif BF2.shape[0] > 0:
-            out[k] = _edge_certified(Q0[k], D[k], tube, kin, rs, ws, pr, check_self, clearance,
-                                     T, SP, ready, fw, counter, 0, never, flag, _CA_ONLY)
+            out[k] = _edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self,
+                                     clearance, T, SP, ready, fw, counter, 0, never, flag,
+                                     _CA_ONLY)
         else:
-            out[k] = edge_certified(Q0[k], D[k], tube, kin, rs, ws, pr, check_self, clearance,
-                                    T, SP, ready, fw, counter, 0, never, flag)
+            out[k] = edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self,
+                                    clearance, T, SP, ready, fw, counter, 0, never, flag)
+        if stop and out[k] != 1:
+            break
     return counter[0]
+
+
+@njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
+def edges_certified_packed(Q0, D, F, I, BF, BI, check_self, clearance, out):  # type: ignore[no-untyped-def]
+    """``out[k]`` = :func:`edge_certified_blocked` of ``Q0[k] + t * D[k]`` (one thread; block
+    scene ``BF`` / ``BI``, or empty arrays); returns the evaluated configurations (benchmarks,
+    batch checks). With a block scene the edges go through the inflated-sample stage together,
+    as a path's do (:func:`first_uncertified_blocked`), and advancement decides the rest."""
+    return _certify_edges(Q0, D, np.zeros(Q0.shape), F, I, BF, BI, check_self, clearance, out,
+                          False)
 
 
 @njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
@@ -1029,13 +1044,20 @@ def _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, 
     return 0
 
 
+@njit(cache=True, inline="always")
+def _copyable(BF):  # type: ignore[no-untyped-def]
+    """Whether the blocked inflated-sample stage takes the block scene ``BF`` (one to copy, and
+    not too large)."""
+    return 0 < BF.shape[0] <= _SWEPT_MAX_BF
+
+
 @njit(cache=True, fastmath=False, boundscheck=False)
 def swept_copies(BF, BI, want):  # type: ignore[no-untyped-def]
     """Scratch of the blocked inflated-sample stage for block scene ``BF`` / ``BI``:
     ``(BF2, BI2, Wb, RIb)``, all empty when not ``want``ed, when there is no block scene or
     it is too large to copy (then the stage runs on the scalar kernels, or not at all for
     sphere robots)."""
-    if want and 0 < BF.shape[0] <= _SWEPT_MAX_BF:
+    if want and _copyable(BF):
         nb = BF.shape[0]
         BF2 = np.empty(nb + BI[H_L] * BI[H_W] + BI[H_P])
         BF2[:nb] = BF
@@ -1080,33 +1102,12 @@ def first_uncertified_blocked(Q0, D, TUBE, F, I, BF, BI, check_self, clearance):
     """:func:`first_uncertified_counted` with the inflated-sample stage on the blocked kernels
     (8 samples per pass) when the block scene ``BF`` / ``BI`` is given (empty arrays: none) and
     small enough to copy; conservative advancement decides the edges it does not certify."""
-    kin, rs, ws, pr = unpack_scene_borrowed(F, I)
-    L = kin.parent.shape[0]
-    T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
-                                         pr.self_a.shape[0])
-    counter = np.zeros(1, dtype=np.int64)
-    flag = np.zeros(1, dtype=np.int64)
-    BF2, BI2, Wb, RIb = swept_copies(BF, BI, True)
-    never = np.iinfo(np.int64).max
-    E = Q0.shape[0]
-    done = np.zeros(E, dtype=np.bool_)
-    if BF2.shape[0] > 0 and E > 0:
-        _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, SP, ready,
-                            fw, counter, 0, never, flag, BF, BI, BF2, BI2, Wb, RIb, done)
-    bad = -1
-    for k in range(E):
-        if done[k]:
-            continue
-        if BF2.shape[0] > 0:
-            r = _edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance, T,
-                                SP, ready, fw, counter, 0, never, flag, _CA_ONLY)
-        else:
-            r = edge_certified(Q0[k], D[k], TUBE[k], kin, rs, ws, pr, check_self, clearance, T,
-                               SP, ready, fw, counter, 0, never, flag)
-        if r != 1:
-            bad = k
-            break
-    return bad, counter[0]
+    out = np.zeros(Q0.shape[0], dtype=np.int64)
+    evals = _certify_edges(Q0, D, TUBE, F, I, BF, BI, check_self, clearance, out, True)
+    for k in range(Q0.shape[0]):
+        if out[k] != 1:
+            return k, evals
+    return -1, evals
 
 
 @njit(cache=True, fastmath=False, boundscheck=False, nogil=True)
@@ -1115,7 +1116,7 @@ def swept_certified_packed(q0, d, tube, F, I, BF, BI, check_self, clearance):  #
     certifies ``q0 + t * d`` (widened by ``tube``), else 0; on the blocked kernels when the
     block scene ``BF`` / ``BI`` is given (empty arrays: the scalar kernels). For tests and
     benchmarks of that stage."""
-    if not 0 < BF.shape[0] <= _SWEPT_MAX_BF:  # (no block scene to copy: see swept_copies)
+    if not _copyable(BF):
         kin, rs, ws, pr = unpack_scene_borrowed(F, I)
         L = kin.parent.shape[0]
         T, SP, ready, fw, _ = cert_workspace(L, rs.kind.shape[0], ws.kind.shape[0],
