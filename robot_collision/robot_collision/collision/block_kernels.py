@@ -54,6 +54,7 @@ __all__ = [
     "block_robot",
     "block_scene",
     "block_valid",
+    "block_valid_from",
     "block_workspace",
     "batch_valid_blocked",
     "batch_valid_blocked_parallel",
@@ -572,9 +573,31 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
     or already known to collide); a lane whose joint values are not all finite is in
     collision. With ``any_hit`` the block stops at the first collision in any lane and returns
     0 (for edges, where one collision decides)."""
+    return _block_valid(BF, BI, W, RI, alive, check_self, any_hit, 0, RI, False)
+
+
+@njit(**_OPTS)
+def block_valid_from(BF, BI, W, RI, alive, check_self, first, dead):  # type: ignore[no-untyped-def]
+    """:func:`block_valid` (without ``any_hit``) from test position ``first`` on, recording
+    where each lane failed: ``dead[k]`` (k < 8) = the position of the test that found lane k in
+    collision (0 for a non-finite lane), for the lanes of ``alive`` not returned.
+
+    Positions: ``i`` < ``BI[H_NL]`` is the i-th link of the world loop (every object against
+    it), ``BI[H_NL] + k`` self pair k. A lane free at positions below ``first`` is not tested
+    there (for sub-intervals of a certified interval, whose earlier tests passed with a larger
+    padding)."""
+    return _block_valid(BF, BI, W, RI, alive, check_self, False, first, dead, True)
+
+
+@njit(inline="always", **_OPTS)
+def _block_valid(BF, BI, W, RI, alive, check_self, any_hit, first, dead, record):  # type: ignore[no-untyped-def]
+    """:func:`block_valid` / :func:`block_valid_from` (``record``: a compile-time constant)."""
     n, L, Wn, P, nl = BI[H_N], BI[H_L], BI[H_W], BI[H_P], BI[H_NL]
     o_fr, o_sc, o_lc, _, _ = _offsets(BI[H_N], BI[H_NF], BI[H_S], BI[H_L])
     start = alive
+    if record:
+        for k in range(K):
+            dead[k] = 0
     for j in range(n):
         alive &= vabs(load(W, j * K)) <= 1.7976931348623157e308
     if any_hit and alive != start:
@@ -599,8 +622,9 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
     # world
     o_order, o_obj, o_wpad, o_srad = BI[H_ORDER], BI[H_OBJ], BI[H_WPAD], BI[H_SRAD]
     if Wn > 0 and alive != 0:
-        for i in range(nl):
+        for i in range(min(first, nl), nl):
             l = BI[o_order + i]
+            before = alive
             lx = load(W, o_lc + l * 3 * K)
             ly = load(W, o_lc + l * 3 * K + K)
             lz = load(W, o_lc + l * 3 * K + 2 * K)
@@ -624,12 +648,15 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
                                             start, any_hit)
                 if alive == 0:
                     break
+            if record:
+                _record(dead, before & ~alive, i)
             if alive == 0:
                 break
     # self
     if check_self and alive != 0:
         o_pa, o_pb, o_ppad = BI[H_PA], BI[H_PB], BI[H_PPAD]
-        for k in range(P):
+        for k in range(max(first - nl, 0), P):
+            before = alive
             a = BI[o_pa + k]
             b = BI[o_pb + k]
             pad = BF[o_ppad + k]
@@ -676,12 +703,22 @@ def block_valid(BF, BI, W, RI, alive, check_self, any_hit):  # type: ignore[no-u
                     break
             if not ok or (any_hit and alive != start):
                 alive = 0
+            if record:
+                _record(dead, before & ~alive, nl + k)
             if alive == 0:
                 break
     # final use of every array here, so that all are released in one block (see
     # robot_collision.jitcall: lets numba's reference-count pruning remove them)
-    held = BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0]
+    held = BF.shape[0] + BI.shape[0] + W.shape[0] + RI.shape[0] + dead.shape[0]
     return alive if held >= 0 else 0
+
+
+@njit(inline="always", **_OPTS)
+def _record(dead, gone, pos):  # type: ignore[no-untyped-def]
+    """``dead[k] = pos`` for the lanes k of bit mask ``gone``."""
+    while gone != 0:
+        dead[_cttz(gone)] = pos
+        gone &= gone - 1
 
 
 # ------------------------------------------------------------------------------------------

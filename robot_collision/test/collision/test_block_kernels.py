@@ -402,3 +402,47 @@ def test_block_kernel_is_vectorised_and_free_of_reference_counting(
     asm = _native(fresh, "block_valid", "asm")
     vector_ops = len(re.findall(r"\b[a-z0-9]+pd\s+[^\n]*%[yz]mm", asm))
     assert vector_ops > 100
+
+
+@pytest.mark.parametrize("pad", [0.0, 0.03])
+def test_block_valid_from_starts_at_a_test_and_records_the_failing_one(
+        odd_robot: RobotModel, pad: float, rng: np.random.Generator) -> None:
+    """``block_valid_from`` (the certified stage's sub-intervals): from test position ``first``
+    on, a lane is returned free exactly when no later test collides, and a lane in collision
+    is reported at its first colliding test. Oracle: the scalar kernel's exhaustive padded
+    pair distances (world link l: any object below 0; self pair (a, b))."""
+    checker = CollisionChecker(odd_robot, padding=pad)
+    world = _odd_world()
+    sc = checker._prepare(world)
+    assert sc.block is not None
+    BF, BI = sc.block.BF, sc.block.BI
+    nl, P, L = int(BI[bk.H_NL]), int(BI[bk.H_P]), int(BI[bk.H_L])
+    order = BI[BI[bk.H_ORDER]: BI[bk.H_ORDER] + nl]
+    pa = BI[BI[bk.H_PA]: BI[bk.H_PA] + P]
+    pb = BI[BI[bk.H_PB]: BI[bk.H_PB] + P]
+    W, RI = bk.block_workspace(BI)
+    dead = np.zeros(8, dtype=np.int64)
+    n = odd_robot.num_joints
+    seen_world = seen_self = 0
+    for _ in range(40):
+        a, b = odd_robot.random_configuration(rng), odd_robot.random_configuration(rng)
+        Q = np.linspace(a, b, 8)  # lanes crossing contact boundaries
+        hits = np.zeros((8, nl + P), dtype=bool)
+        for k in range(8):
+            D = checker.pair_distances(Q[k], world).D
+            hits[k, :nl] = (D[order, L:] < 0.0).any(axis=1)
+            hits[k, nl:] = np.minimum(D[pa, pb], D[pb, pa]) < 0.0
+        W[: 8 * n] = Q.T.ravel()
+        ref = bk.block_valid(BF, BI, W, RI, 255, True, False)
+        for first in (0, int(rng.integers(1, nl + P)), nl):
+            alive = bk.block_valid_from(BF, BI, W, RI, 255, True, first, dead)
+            if first == 0:
+                assert alive == ref
+            for k in range(8):
+                later = np.flatnonzero(hits[k, first:]) + first
+                assert bool((alive >> k) & 1) == (len(later) == 0), (k, first, later)
+                if len(later):
+                    assert dead[k] == later[0], (k, first, dead[k], later)
+                    seen_world += int(later[0] < nl)
+                    seen_self += int(later[0] >= nl)
+    assert seen_world > 10 and seen_self > 10
