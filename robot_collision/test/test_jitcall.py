@@ -14,7 +14,14 @@ from numba import njit
 from robot_collision import CollisionChecker, RobotModel, Sphere, WorldObject
 from robot_collision.collision.kernels import _valid_at
 from robot_collision.collision.scene_packing import unpack_scene
-from robot_collision.jitcall import borrowed_view, call_or, flat_view, inline_call_or, nothrow
+from robot_collision.jitcall import (
+    borrowed_view,
+    call_or,
+    entry_point,
+    flat_view,
+    inline_call_or,
+    nothrow,
+)
 from robot_collision.model.kinematics import fk_into
 
 
@@ -162,3 +169,29 @@ def test_planner_edge_checks_have_no_reference_counting(default_robot: RobotMode
     assert fresh(*bargs) == rrt._edge_free_blocked(*bargs)
     ir = _function_ir(fresh.inspect_llvm(), "_edge_free_blocked")
     assert ir.count("NRT_incref") == 0 and ir.count("NRT_decref") == 0
+
+
+@njit(cache=False)
+def _first_plus(a, b):  # type: ignore[no-untyped-def]
+    return a.ravel()[0] + b
+
+
+def test_entry_point_is_found_again_only_for_the_same_numba_types() -> None:
+    """The remembered entry point of each argument-type combination is the one numba compiles
+    for exactly those types (dtype, dimensions, layout, writability, scalar type)."""
+    x = np.arange(6.0)
+    ro = np.arange(6.0)
+    ro.flags.writeable = False
+    cases = [
+        (x, 1.0), (x.copy(), 2.0), (x, 3), (x, True), (np.arange(6), 1.0), (x[::2], 1.0),
+        (x.reshape(2, 3), 1.0), (np.asfortranarray(x.reshape(2, 3)), 1.0), (ro, 1.0),
+        (np.arange(6, dtype=np.float32), 1.0),
+    ]
+    for a, b in cases:
+        fn = entry_point(_first_plus, a, b)
+        assert fn(a, b) == _first_plus.py_func(a, b)
+        sig = tuple(_first_plus.typeof_pyval(v) for v in (a, b))
+        assert fn is _first_plus.overloads[sig].entry_point
+        assert entry_point(_first_plus, a, b) is fn
+    assert entry_point(_first_plus, cases[0][0], 1.0) is entry_point(_first_plus, cases[1][0], 5.0)
+    assert len({entry_point(_first_plus, a, b) for a, b in cases}) == len(cases) - 1

@@ -931,9 +931,9 @@ def _swept_path_blocked(Q0, D, TUBE, kin, rs, ws, pr, check_self, clearance, T, 
     plus the tube), so that an interval valid there is clear. Failing intervals are halved; an
     edge with one failing at the last level is left to conservative advancement. The halves
     of an interval skip the tests it passed (links and self pairs before the one that failed,
-    in :func:`block_valid_from`'s order): they hold for the halves too, with less inflation. (Packing the
-    edges of a path together: 17 % fewer passes than edge by edge on the sphere Panda's
-    MotionBenchMaker paths, for the same number of intervals.)"""
+    in :func:`block_valid_from`'s order): they hold for the halves too, with less inflation.
+    (Packing the edges of a path together: 17 % fewer passes than edge by edge on the sphere
+    Panda's MotionBenchMaker paths, for the same number of intervals.)"""
     E = Q0.shape[0]
     n = Q0.shape[1]
     L = kin.parent.shape[0]

@@ -65,26 +65,29 @@ def pack_scene(kin, rs, ws, pr):  # type: ignore[no-untyped-def]
     """Flatten ``(kin, rs, ws, pr)`` into ``(F float64 (k,), I int64 (j,))`` for the packed
     kernels; ``I`` starts with a header of (offset, dim0, dim1, dim2) per field."""
     parts = (kin, rs, ws, pr)
-    header = np.zeros(_HEADER, dtype=np.int64)
+    # (the header as a Python list and one concatenation per dtype: ~25 us a scene instead of
+    # ~50 with numpy slice assignments and casts per field)
+    header = [0] * _HEADER
     fl: list[np.ndarray] = []
     il: list[np.ndarray] = []
     foff = 0
     ioff = _HEADER
     for k, (t, f, ndim, is_int) in enumerate(_FIELDS):
         arr = np.asarray(parts[t][f])
-        assert arr.ndim == ndim
-        dims = list(arr.shape) + [1] * (3 - ndim)
+        shape = arr.shape
+        assert len(shape) == ndim
         if is_int:
             header[4 * k] = ioff
-            il.append(arr.astype(np.int64, copy=False).ravel())
+            il.append(arr.ravel())
             ioff += arr.size
         else:
             header[4 * k] = foff
-            fl.append(arr.astype(np.float64, copy=False).ravel())
+            fl.append(arr.ravel())
             foff += arr.size
-        header[4 * k + 1 : 4 * k + 4] = dims
-    F = np.ascontiguousarray(np.concatenate(fl)) if fl else np.zeros(0)
-    I = np.ascontiguousarray(np.concatenate([header, *il]))
+        for d in range(3):
+            header[4 * k + 1 + d] = shape[d] if d < ndim else 1
+    F = np.concatenate(fl, dtype=np.float64) if fl else np.zeros(0)
+    I = np.concatenate([np.array(header, dtype=np.int64), *il], dtype=np.int64)
     return F, I
 
 
