@@ -705,7 +705,11 @@ def _scaled(shape: Shape, s: float) -> Shape:
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+# not cached: numba checks a cached function against its own file only, and this one compiles
+# the package's shape_distance into itself (the package's kernel_cache stamps cover only the
+# package's folders). Cached, it kept an earlier compilation of shape_distance across package
+# changes and differed from the package's own in the last bits.
+@njit(cache=False)
 def _in_njit(ka, pa, Ta, va, kb, pb, Tb, vb, out):  # type: ignore[no-untyped-def]
     wa = np.empty(3)
     wb = np.empty(3)
