@@ -59,7 +59,9 @@ class RRTOptions:
     Attributes:
         max_connection_distance: longest edge added by one extension (default 1.0 rad).
         validation_distance: edge checking resolution, the largest joint-space step between
-            checked configurations (default 1/32 rad, i.e. >= 32 checks per radian).
+            checked configurations (default 1/32 rad, i.e. >= 32 checks per radian). With
+            certified edges, the trees of a plan's first run are checked at twice this step
+            (their samples only steer the search; the path is certified over whole segments).
         max_iterations: extension iterations before ``NoPathFoundError`` (default 10000).
         enable_connect_heuristic: connect the other tree with one straight edge of any length
             instead of greedy ``max_connection_distance`` steps (default False); only then can

@@ -201,6 +201,52 @@ def test_a_grazing_edge_accepted_by_the_discrete_check_is_refused(
     assert found >= 1
 
 
+def test_a_path_through_a_plate_between_coarse_samples_is_refused_and_replanned(
+        default_robot: RobotModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lazy certified run grows its trees with checks every 2 x validation_distance: a
+    straight start-goal motion through a thin plate between those samples is found first,
+    refused by the path certification, and the plan returned (a later run) is free at 10^4
+    configurations per edge (dense oracle)."""
+    import robot_collision.planning.rrt as rrt_module
+
+    checker = CollisionChecker(default_robot)
+    vd = 0.5
+    refused: list[int] = []
+    certify = rrt_module.first_uncertified_blocked
+
+    def recording(*args: object) -> tuple[int, int]:
+        bad, evals = certify(*args)
+        if bad >= 0:
+            refused.append(bad)
+        return bad, evals
+
+    monkeypatch.setattr(rrt_module, "first_uncertified_blocked", recording)
+    rng = np.random.default_rng(5)
+    planned = 0
+    for _ in range(2000):
+        a = default_robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * 0.3, default_robot.lower, default_robot.upper)
+        if not (checker.is_valid(a) and checker.is_valid(b)):
+            continue
+        T = default_robot.link_poses(0.5 * (a + b))
+        tip = T[default_robot.link_index(default_robot.link_names[-1])][:3, 3]
+        plate = [WorldObject(Box(0.3, 0.3, 0.002), _at(tip), "plate")]
+        if (checker.is_valid_batch(_dense(a, b), plate).all()
+                or not checker.is_valid_batch(np.array([a, b]), plate).all()
+                or not checker.is_motion_valid(a, b, plate, resolution=2 * vd,
+                                               mode="discrete")):
+            continue
+        before = len(refused)
+        res = BiRRT(checker, RRTOptions(seed=1, validation_distance=vd), plate).plan(
+            a, b, time_limit=20.0)
+        for p, q in itertools.pairwise(res.waypoints):
+            assert checker.is_valid_batch(_dense(p, q), plate).all()
+        planned += len(refused) > before
+        if planned >= 2:
+            break
+    assert planned >= 1
+
+
 def test_is_motion_valid_modes_and_clearance(default_robot: RobotModel) -> None:
     checker = CollisionChecker(default_robot)
     world = [WorldObject(Box(0.1, 0.1, 1.0), _at([0.45, 0.0, 0.5]), "post")]
