@@ -9,6 +9,7 @@ edges that the discrete check accepts are refused, and the planner, the shortcut
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -176,24 +177,34 @@ def test_certified_edges_of_the_panda_in_the_cage_are_free_at_1e4_samples(
     _check_property(panda, cage_world, seed, 0.0, scale)
 
 
+def _plates_between_samples(robot: RobotModel, checker: CollisionChecker,
+                            rng: np.random.Generator, spread: float, resolution: float,
+                            tries: int) -> Iterator[tuple[np.ndarray, np.ndarray, list]]:
+    """``(a, b, plate)``: random motions (``spread`` rad per joint) and a plate 2 mm thick
+    through the middle of the tool's sweep that the motion crosses (dense oracle) between two
+    configurations of a discrete check every ``resolution``, which accepts it."""
+    for _ in range(tries):
+        a = robot.random_configuration(rng)
+        b = np.clip(a + rng.normal(size=a.shape) * spread, robot.lower, robot.upper)
+        if not (checker.is_valid(a) and checker.is_valid(b)):
+            continue
+        T = robot.link_poses(0.5 * (a + b))
+        tip = T[robot.link_index(robot.link_names[-1])][:3, 3]
+        plate = [WorldObject(Box(0.3, 0.3, 0.002), _at(tip), "plate")]
+        if (checker.is_valid_batch(_dense(a, b), plate).all()
+                or not checker.is_motion_valid(a, b, plate, resolution=resolution,
+                                               mode="discrete")):
+            continue
+        yield a, b, plate
+
+
 def test_a_grazing_edge_accepted_by_the_discrete_check_is_refused(
         default_robot: RobotModel) -> None:
     """A thin plate crossed between two samples of a coarse discrete check."""
     checker = CollisionChecker(default_robot)
-    rng = np.random.default_rng(3)
     found = 0
-    for _ in range(400):
-        a = default_robot.random_configuration(rng)
-        b = np.clip(a + rng.normal(size=a.shape) * 0.6, default_robot.lower, default_robot.upper)
-        if not (checker.is_valid(a) and checker.is_valid(b)):
-            continue
-        # a plate 2 mm thick through the middle of the tool's sweep
-        T = default_robot.link_poses(0.5 * (a + b))
-        tip = T[default_robot.link_index(default_robot.link_names[-1])][:3, 3]
-        plate = [WorldObject(Box(0.3, 0.3, 0.002), _at(tip), "plate")]
-        dense_ok = checker.is_valid_batch(_dense(a, b), plate).all()
-        if dense_ok or not checker.is_motion_valid(a, b, plate, resolution=0.5, mode="discrete"):
-            continue
+    for a, b, plate in _plates_between_samples(default_robot, checker, np.random.default_rng(3),
+                                               0.6, 0.5, 400):
         found += 1
         assert not checker.is_motion_valid(a, b, plate, resolution=0.5)  # certified (default)
         if found >= 3:
@@ -221,21 +232,9 @@ def test_a_path_through_a_plate_between_coarse_samples_is_refused_and_replanned(
         return bad, evals
 
     monkeypatch.setattr(rrt_module, "first_uncertified_blocked", recording)
-    rng = np.random.default_rng(5)
     planned = 0
-    for _ in range(2000):
-        a = default_robot.random_configuration(rng)
-        b = np.clip(a + rng.normal(size=a.shape) * 0.3, default_robot.lower, default_robot.upper)
-        if not (checker.is_valid(a) and checker.is_valid(b)):
-            continue
-        T = default_robot.link_poses(0.5 * (a + b))
-        tip = T[default_robot.link_index(default_robot.link_names[-1])][:3, 3]
-        plate = [WorldObject(Box(0.3, 0.3, 0.002), _at(tip), "plate")]
-        if (checker.is_valid_batch(_dense(a, b), plate).all()
-                or not checker.is_valid_batch(np.array([a, b]), plate).all()
-                or not checker.is_motion_valid(a, b, plate, resolution=2 * vd,
-                                               mode="discrete")):
-            continue
+    for a, b, plate in _plates_between_samples(default_robot, checker, np.random.default_rng(5),
+                                               0.3, 2 * vd, 2000):
         before = len(refused)
         res = BiRRT(checker, RRTOptions(seed=1, validation_distance=vd), plate).plan(
             a, b, time_limit=20.0)
