@@ -24,8 +24,9 @@ certified first, as one segment (if it is, the direct connect below adds the sam
 discrete checks, and they are the path); otherwise the trees grow with the discrete check
 below, at twice the ``validation_distance`` (``_LAZY_STRIDE``: the samples only steer the
 trees), and the path found is certified edge by edge; if one of its edges is not certified,
-the run starts over from the same random stream at ``validation_distance``, and then, if its
-path is refused too, with every edge certified inside the loop. With
+the run starts over from the same random stream at ``validation_distance`` (without the direct
+certification, already refused), and then, if its path is refused too, with every edge
+certified inside the loop. With
 ``"discrete"`` (the behaviour before issue 23, bit for bit) edges are valid when every
 configuration ``q0 + (q1 - q0) * k / steps``, k = 1..steps with
 ``steps = ceil(|q1 - q0| / validation_distance)``, is collision-free; they are checked inside
@@ -524,20 +525,19 @@ class BiRRT:
 
         # ---- tree storage
         _, cap0, fpar, ipar = self._run_parameters(isinstance(goal, WorkspaceGoalRegion), ee)
-        # Certified edges, lazily: the trees grow with discrete edge checks and only the path
-        # found is certified, edge by edge (a tree edge that is free at its samples is almost
-        # always certified too, and only a path's few edges matter). The first run checks tree
-        # edges _LAZY_STRIDE times more coarsely (what is returned is certified regardless). If
-        # one of the path's edges is not certified, planning starts over (same random stream)
-        # with checks every validation_distance, then with every edge certified.
+        # Certified edges, lazily (the module docstring): a coarse run, a run at
+        # validation_distance, then every edge certified in the loop. Only the first run tries
+        # the direct start-goal motion certified as one segment: if a later run is reached,
+        # that certification was refused (it does not depend on the stride).
         passes = [(ipar, fpar)]
         if o.edge_validation == "certified":
             lazy = ipar.copy()
             lazy[10] = 0
-            lazy[11] = 1  # the direct start-goal motion certified first, as one segment
+            lazy_direct = lazy.copy()
+            lazy_direct[11] = 1  # the direct start-goal motion certified first, as one segment
             coarse = fpar.copy()
             coarse[1] *= _LAZY_STRIDE
-            passes = [(lazy, coarse), (lazy, fpar), (ipar, fpar)]
+            passes = [(lazy_direct, coarse), (lazy, fpar), (ipar, fpar)]
         rng0 = rng.copy()
         checks_before = 0
         reason = ""
