@@ -258,29 +258,24 @@ def _table_cell(theta, N):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, fastmath=True, boundscheck=False)
-def _table_verdict(T, k, ti, tf, data, pad):  # type: ignore[no-untyped-def]
-    """Verdict of self pair ``k``'s joint-space table (:mod:`.pair_tables`) at link poses
-    ``T``: 0 = certainly clear, 1 = certainly colliding, -1 = no table or inconclusive."""
+def _table_verdict(k, a1, a2, ti, tf, data, pad):  # type: ignore[no-untyped-def]
+    """Verdict of self pair ``k``'s joint-space table (:mod:`.pair_tables`) at joint angles
+    ``a1``, ``a2`` (rad, :func:`_joint_angle`; ``a2`` unused by a one-joint table): 0 =
+    certainly clear, 1 = certainly colliding, -1 = no table or inconclusive."""
     res = -1
     off = ti[k, 0]
-    if off >= 0:
+    if off >= 0 and abs(a1) <= 4.0 and abs(a2) <= 4.0:
         N1 = ti[k, 1]
         N2 = ti[k, 2]
-        # (a failed call gives 1e9: not an angle, so no verdict)
-        a1 = _inline_call_or(_joint_angle, 1e9, T, ti[k, 3], ti[k, 4], tf, k, 0)
-        a2 = 0.0
-        if ti[k, 6] >= 0:
-            a2 = _inline_call_or(_joint_angle, 1e9, T, ti[k, 5], ti[k, 6], tf, k, 12)
-        if abs(a1) <= 4.0 and abs(a2) <= 4.0:
-            i1 = _table_cell(a1, N1)
-            i2 = _table_cell(a2, N2) if ti[k, 6] >= 0 else 0
-            d = data[off + i1 * N2 + i2]
-            slack = tf[k, 24] + TABLE_TOL
-            if d - slack >= pad:
-                res = 0
-            elif d + slack < pad:
-                res = 1
-    held = T.shape[0] + ti.shape[0] + tf.shape[0] + data.shape[0]
+        i1 = _table_cell(a1, N1)
+        i2 = _table_cell(a2, N2) if ti[k, 6] >= 0 else 0
+        d = data[off + i1 * N2 + i2]
+        slack = tf[k, 24] + TABLE_TOL
+        if d - slack >= pad:
+            res = 0
+        elif d + slack < pad:
+            res = 1
+    held = ti.shape[0] + tf.shape[0] + data.shape[0]
     return res if held >= 0 else -1
 
 
@@ -552,6 +547,9 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
         if not ok:
             break
     if ok and check_self:
+        # the last two joint angles read for the tables: (parent link, child link, angle)
+        jp0 = jc0 = jp1 = jc1 = -1
+        ja0 = ja1 = 0.0
         for k in range(self_a.shape[0]):
             a = self_a[k]
             b = self_b[k]
@@ -563,7 +561,34 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             rr = brad[a] + rb + pad
             if dx * dx + dy * dy + dz * dz >= rr * rr:
                 continue
-            v = _inline_call_or(_table_verdict, -1, T, k, tab_i, tab_f, tab_d, pad)
+            v = -1
+            if tab_i[k, 0] >= 0:
+                # the table's joint angles, each read from the link poses once per
+                # configuration (the Panda's four wrist tables share two joints: 8 -> 2 arctan2)
+                p1 = tab_i[k, 3]
+                c1 = tab_i[k, 4]
+                if p1 == jp0 and c1 == jc0:
+                    a1 = ja0
+                elif p1 == jp1 and c1 == jc1:
+                    a1 = ja1
+                else:
+                    # (a failed call gives 1e9: not an angle, so no verdict)
+                    a1 = _inline_call_or(_joint_angle, 1e9, T, p1, c1, tab_f, k, 0)
+                    jp1, jc1, ja1 = jp0, jc0, ja0
+                    jp0, jc0, ja0 = p1, c1, a1
+                a2 = 0.0
+                c2 = tab_i[k, 6]
+                if c2 >= 0:
+                    p2 = tab_i[k, 5]
+                    if p2 == jp0 and c2 == jc0:
+                        a2 = ja0
+                    elif p2 == jp1 and c2 == jc1:
+                        a2 = ja1
+                    else:
+                        a2 = _inline_call_or(_joint_angle, 1e9, T, p2, c2, tab_f, k, 12)
+                        jp1, jc1, ja1 = jp0, jc0, ja0
+                        jp0, jc0, ja0 = p2, c2, a2
+                v = _inline_call_or(_table_verdict, -1, k, a1, a2, tab_i, tab_f, tab_d, pad)
             if v == 0:
                 continue
             if v == 1:

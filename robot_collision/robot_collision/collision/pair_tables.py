@@ -17,7 +17,9 @@ displacement. So at a configuration in the cell:
 - otherwise the exact narrow phase runs as without the table.
 
 The joint angles are read back from the link poses (``Rot = O^T R_parent^T R_child``, angle
-from its trace and skew part), so the kernels need no configuration. ``TABLE_TOL`` covers GJK's
+from its trace and skew part), so the kernels need no configuration; the validity kernel reads
+each joint's angle once per configuration (tables sharing joints, such as the Panda's four wrist
+tables over two joints, reuse it: mesh Panda, 0.70 -> 0.62 us per check). ``TABLE_TOL`` covers GJK's
 distance tolerance and round-off. Pairs with prismatic or mimic joints in between, or more than
 two moving joints, get no table.
 

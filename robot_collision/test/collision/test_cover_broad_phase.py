@@ -85,3 +85,35 @@ def test_default_arm_verdicts_unchanged() -> None:
         exact, covered = _exact_and_covered(checker, objs, Q)
         assert 0.05 < exact.mean() < 0.95
         np.testing.assert_array_equal(covered, exact)
+
+
+def _folding_chain_urdf(links: int = 6) -> str:
+    """A planar chain of box links 0.3 m long, joined by revolute z joints at their ends, that
+    folds onto itself: pairs two joints apart (tables over two joints each, five distinct joints
+    in all) touch in many configurations."""
+    parts = ['<robot name="fold"><link name="l0"><collision><origin xyz="0.15 0 0"/><geometry>'
+             '<box size="0.3 0.06 0.06"/></geometry></collision></link>']
+    for i in range(1, links):
+        parts.append(
+            f'<link name="l{i}"><collision><origin xyz="0.15 0 {0.07 * (i % 2)}"/><geometry>'
+            '<box size="0.3 0.06 0.06"/></geometry></collision></link>'
+            f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/>'
+            '<origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>'
+            '<limit lower="-3.1" upper="3.1" effort="1" velocity="1"/></joint>')
+    return "".join(parts) + "</robot>"
+
+
+def test_tables_over_many_joints_change_no_verdict() -> None:
+    # The kernel reads each table's joint angles once per configuration (the last two joints
+    # read are kept): here consecutive tables use other joints, so kept angles are replaced.
+    robot = RobotModel.from_urdf(_folding_chain_urdf())
+    checker = CollisionChecker(robot)
+    tabs = checker._self_pairs[3]
+    tabled = np.flatnonzero(tabs.tab_i[:, 0] >= 0)
+    joints = {int(c) for k in tabled for c in tabs.tab_i[k, [4, 6]] if c >= 0}
+    assert len(tabled) >= 4 and len(joints) >= 4
+    rng = np.random.default_rng(8)
+    Q = np.array([robot.random_configuration(rng) for _ in range(6000)])
+    exact, covered = _exact_and_covered(checker, [], Q)
+    assert 0.05 < exact.mean() < 0.95
+    np.testing.assert_array_equal(covered, exact)
