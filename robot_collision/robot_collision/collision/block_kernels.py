@@ -43,7 +43,7 @@ from ..geometry.point_cloud import POINT_CLOUD
 from ..geometry.shapes import BOX, CAPSULE, CYLINDER, SPHERE
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
-from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicArrays
+from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicArrays, sincos_kernels
 from ..simd import LANES, load, select, splat, store, vabs, vfloor, vmax, vsqrt
 from .scene import PairArrays, RobotArrays, WorldArrays
 
@@ -277,26 +277,13 @@ def block_workspace(BI: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray
 def _sincos(x):  # type: ignore[no-untyped-def]
     """(sin x, cos x) lane-wise, |error| < 4e-16 for |x| < 10 and < 4e-13 for |x| < 1e4.
     Argument reduction by pi/2 in three parts (Cody-Waite), then the minimax polynomials of
-    fdlibm's __kernel_sin / __kernel_cos on [-pi/4, pi/4]."""
+    fdlibm's __kernel_sin / __kernel_cos on [-pi/4, pi/4] (``model.kinematics.sincos_kernels``,
+    shared with the scalar forward kinematics)."""
     n = vfloor(x * 0.6366197723675814 + 0.5)
     r = x - n * 1.5707963267341256
     r = r - n * 6.077100506506192e-11
     r = r - n * 2.0222662487959506e-21
-    z = r * r
-    ps = r + r * z * (
-        -1.66666666666666324348e-01
-        + z * (8.33333333332248946124e-03
-               + z * (-1.98412698298579493134e-04
-                      + z * (2.75573137070700676789e-06
-                             + z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10))))
-    )
-    pc = 1.0 - 0.5 * z + z * z * (
-        4.16666666666666019037e-02
-        + z * (-1.38888888888741095749e-03
-               + z * (2.48015872894767294178e-05
-                      + z * (-2.75573143513906633035e-07
-                             + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11))))
-    )
+    ps, pc = sincos_kernels(r)
     quad = n - 4.0 * vfloor(n * 0.25)  # 0, 1, 2, 3
     odd = (quad == 1.0) | (quad == 3.0)
     s = select(odd, pc, ps)

@@ -565,29 +565,26 @@ def _valid_at(T, rs, ws, pr, SP, ready, check_self, buf):  # type: ignore[no-unt
             if tab_i[k, 0] >= 0:
                 # the table's joint angles, each read from the link poses once per
                 # configuration (the Panda's four wrist tables share two joints: 8 -> 2 arctan2)
-                p1 = tab_i[k, 3]
-                c1 = tab_i[k, 4]
-                if p1 == jp0 and c1 == jc0:
-                    a1 = ja0
-                elif p1 == jp1 and c1 == jc1:
-                    a1 = ja1
-                else:
-                    # (a failed call gives 1e9: not an angle, so no verdict)
-                    a1 = _inline_call_or(_joint_angle, 1e9, T, p1, c1, tab_f, k, 0)
-                    jp1, jc1, ja1 = jp0, jc0, ja0
-                    jp0, jc0, ja0 = p1, c1, a1
+                a1 = 0.0
                 a2 = 0.0
-                c2 = tab_i[k, 6]
-                if c2 >= 0:
-                    p2 = tab_i[k, 5]
-                    if p2 == jp0 and c2 == jc0:
-                        a2 = ja0
-                    elif p2 == jp1 and c2 == jc1:
-                        a2 = ja1
+                for j in range(2):
+                    p = tab_i[k, 3 + 2 * j]
+                    c = tab_i[k, 4 + 2 * j]
+                    if c < 0:
+                        break  # (a one-joint table)
+                    if p == jp0 and c == jc0:
+                        ang = ja0
+                    elif p == jp1 and c == jc1:
+                        ang = ja1
                     else:
-                        a2 = _inline_call_or(_joint_angle, 1e9, T, p2, c2, tab_f, k, 12)
+                        # (a failed call gives 1e9: not an angle, so no verdict)
+                        ang = _inline_call_or(_joint_angle, 1e9, T, p, c, tab_f, k, 12 * j)
                         jp1, jc1, ja1 = jp0, jc0, ja0
-                        jp0, jc0, ja0 = p2, c2, a2
+                        jp0, jc0, ja0 = p, c, ang
+                    if j == 0:
+                        a1 = ang
+                    else:
+                        a2 = ang
                 v = _inline_call_or(_table_verdict, -1, k, a1, a2, tab_i, tab_f, tab_d, pad)
             if v == 0:
                 continue

@@ -26,6 +26,7 @@ __all__ = [
     "forward_kinematics_batch",
     "point_jacobian_into",
     "sincos",
+    "sincos_kernels",
 ]
 
 FIXED = 0
@@ -45,20 +46,11 @@ class KinematicArrays(NamedTuple):
     offset: NDArray[np.float64]  # (L,)
 
 
-@njit(cache=True, fastmath={"contract", "nsz", "arcp", "afn"}, error_model="numpy")
-def sincos(x):  # type: ignore[no-untyped-def]
-    """``(sin x, cos x)`` of a scalar angle (rad), within 4.5e-16 of libm's for |x| <= 1e4
-    (libm's own beyond, and for non-finite x). Written here because libm's sin and cos cost
-    ~23 ns per angle, a third of the Panda's forward kinematics; this costs a few ns.
-    Argument reduction by pi/2 in three parts (Cody-Waite), then fdlibm's __kernel_sin /
-    __kernel_cos minimax polynomials on [-pi/4, pi/4] (the blocked kernels' lane-wise
-    ``_sincos`` is the same). No ``reassoc`` flag: it would merge the reduction's parts."""
-    if not abs(x) <= 1e4:
-        return np.sin(x), np.cos(x)
-    n = np.floor(x * 0.6366197723675814 + 0.5)
-    r = x - n * 1.5707963267341256
-    r = r - n * 6.077100506506192e-11
-    r = r - n * 2.0222662487959506e-21
+@njit(inline="always")
+def sincos_kernels(r):  # type: ignore[no-untyped-def]
+    """fdlibm's __kernel_sin / __kernel_cos minimax polynomials: ``(sin r, cos r)`` for
+    ``r`` in [-pi/4, pi/4], a float or a lane vector (``robot_collision.simd``; the blocked
+    kernels' lane-wise sine and cosine use them too). Inlined with the caller's flags."""
     z = r * r
     ps = r + r * z * (
         -1.66666666666666324348e-01
@@ -74,6 +66,24 @@ def sincos(x):  # type: ignore[no-untyped-def]
                       + z * (-2.75573143513906633035e-07
                              + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11))))
     )
+    return ps, pc
+
+
+@njit(cache=True, fastmath={"contract", "nsz", "arcp", "afn"}, error_model="numpy")
+def sincos(x):  # type: ignore[no-untyped-def]
+    """``(sin x, cos x)`` of a scalar angle (rad), within 4.5e-16 of libm's for |x| <= 1e4
+    (libm's own beyond, and for non-finite x). Written here because libm's sin and cos cost
+    ~23 ns per angle, a third of the Panda's forward kinematics; this costs a few ns.
+    Argument reduction by pi/2 in three parts (Cody-Waite), then :func:`sincos_kernels` on
+    [-pi/4, pi/4] (as the blocked kernels' lane-wise ``_sincos``). No ``reassoc`` flag: it
+    would merge the reduction's parts."""
+    if not abs(x) <= 1e4:
+        return np.sin(x), np.cos(x)
+    n = np.floor(x * 0.6366197723675814 + 0.5)
+    r = x - n * 1.5707963267341256
+    r = r - n * 6.077100506506192e-11
+    r = r - n * 2.0222662487959506e-21
+    ps, pc = sincos_kernels(r)
     quad = int(n) & 3
     if quad & 1:
         s, c = pc, ps
@@ -163,31 +173,24 @@ def fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, out):  # type: 
             + out[p, 2, 3]
         )
         t = jtype[i]
+        ux, uy, uz = axis[i, 0], axis[i, 1], axis[i, 2]
+        s = 0.0
+        c = 1.0
         if t == REVOLUTE:
-            v = scale[i] * q[qidx[i]] + offset[i]
-            ux, uy, uz = axis[i, 0], axis[i, 1], axis[i, 2]
-            s, c = sincos(v)
-            if ux == 0.0 and uy == 0.0 and (uz == 1.0 or uz == -1.0):
-                # the usual URDF axis, +-z: A @ Rz(+-v) mixes two columns (12 products
-                # instead of 36; FK of the 7-joint Panda 0.32 -> 0.25 us)
-                s *= uz
-                out[i, 0, 0] = a00 * c + a01 * s
-                out[i, 0, 1] = a01 * c - a00 * s
-                out[i, 0, 2] = a02
-                out[i, 1, 0] = a10 * c + a11 * s
-                out[i, 1, 1] = a11 * c - a10 * s
-                out[i, 1, 2] = a12
-                out[i, 2, 0] = a20 * c + a21 * s
-                out[i, 2, 1] = a21 * c - a20 * s
-                out[i, 2, 2] = a22
-                out[i, 0, 3] = a03
-                out[i, 1, 3] = a13
-                out[i, 2, 3] = a23
-                out[i, 3, 0] = 0.0
-                out[i, 3, 1] = 0.0
-                out[i, 3, 2] = 0.0
-                out[i, 3, 3] = 1.0
-                continue
+            s, c = sincos(scale[i] * q[qidx[i]] + offset[i])
+        # the usual URDF axis, +-z: A @ Rz(+-v) mixes two columns (12 products instead of 36)
+        if t == REVOLUTE and ux == 0.0 and uy == 0.0 and (uz == 1.0 or uz == -1.0):
+            s *= uz
+            out[i, 0, 0] = a00 * c + a01 * s
+            out[i, 0, 1] = a01 * c - a00 * s
+            out[i, 0, 2] = a02
+            out[i, 1, 0] = a10 * c + a11 * s
+            out[i, 1, 1] = a11 * c - a10 * s
+            out[i, 1, 2] = a12
+            out[i, 2, 0] = a20 * c + a21 * s
+            out[i, 2, 1] = a21 * c - a20 * s
+            out[i, 2, 2] = a22
+        elif t == REVOLUTE:
             C = 1.0 - c
             r00 = c + ux * ux * C
             r01 = ux * uy * C - uz * s
@@ -210,7 +213,6 @@ def fk_into(q, parent, jtype, origin, axis, qidx, scale, offset, out):  # type: 
         else:
             if t == PRISMATIC:
                 v = scale[i] * q[qidx[i]] + offset[i]
-                ux, uy, uz = axis[i, 0], axis[i, 1], axis[i, 2]
                 a03 += v * (a00 * ux + a01 * uy + a02 * uz)
                 a13 += v * (a10 * ux + a11 * uy + a12 * uz)
                 a23 += v * (a20 * ux + a21 * uy + a22 * uz)
