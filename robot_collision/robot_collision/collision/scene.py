@@ -20,6 +20,7 @@ from ..geometry.point_cloud import PointCloud
 from ..geometry.shapes import Shape, WorldObject
 from ..geometry.sphere_cover import sphere_cover
 from ..model.robot_model import RobotModel
+from .array_copy import concatenate
 
 __all__ = ["RobotArrays", "WorldArrays", "PairArrays", "robot_arrays", "world_arrays"]
 
@@ -201,11 +202,10 @@ def world_arrays(world: Sequence[WorldObject]) -> WorldArrays:
                  + pose[:, :3, 3]).T
     box[12:15] = np.array(halves, dtype=float).reshape(W, 3).T
     allv = np.ascontiguousarray(np.concatenate(verts)) if verts else np.zeros((0, 3))
-    # (a single cloud's buffers are used as they are: pack_scene copies them once anyway)
-    cf = cloud_f[0] if len(cloud_f) == 1 else (
-        np.concatenate(cloud_f) if cloud_f else np.zeros(0))
-    ci = cloud_i[0] if len(cloud_i) == 1 else (
-        np.concatenate(cloud_i) if cloud_i else np.zeros(0, dtype=np.int64))
+    # (a single cloud's buffers are used as they are: pack_scene copies them once anyway;
+    # several are MB, copied without the interpreter's lock: see array_copy)
+    cf = cloud_f[0] if len(cloud_f) == 1 else concatenate(cloud_f, np.float64)
+    ci = cloud_i[0] if len(cloud_i) == 1 else concatenate(cloud_i, np.int64)
     return WorldArrays(
         kind, params, pose, vstart, vcount, allv.reshape(-1, 3), box, cloud, cf, ci
     )

@@ -11,6 +11,7 @@ from numba import njit
 
 from ..jitcall import borrowed_view, flat_view
 from ..model.kinematics import KinematicArrays
+from .array_copy import concatenate
 from .scene import PairArrays, RobotArrays, WorldArrays
 
 __all__ = ["pack_scene", "unpack_scene", "unpack_scene_borrowed"]
@@ -86,8 +87,9 @@ def pack_scene(kin, rs, ws, pr):  # type: ignore[no-untyped-def]
             foff += arr.size
         for d in range(3):
             header[4 * k + 1 + d] = shape[d] if d < ndim else 1
-    F = np.concatenate(fl, dtype=np.float64) if fl else np.zeros(0)
-    I = np.concatenate([np.array(header, dtype=np.int64), *il], dtype=np.int64)
+    # (a cloud's indexes are MB: copied without the interpreter's lock, see array_copy)
+    F = concatenate(fl, np.float64)
+    I = concatenate([np.array(header, dtype=np.int64), *il], np.int64)
     return F, I
 
 
