@@ -14,6 +14,9 @@ are wall-clock figures of a shared machine; ``cpu_per_cloud`` adds the thread CP
 same cloud's work in one process (worker, the tick after a new cloud, a steady tick), which the
 machine's load does not change; ``worker_process`` the same with the filter's cloud worker
 process (``robot_collision.ros.cloud_process``): the node thread's CPU per cloud and the child's.
+The ``*_realtime`` runs repeat the no-cloud and reliable runs with the node's
+``realtime_priority`` at ``REALTIME_PRIORITY`` (its executor and watchdog threads at
+``SCHED_FIFO``; ``realtime_applied`` says whether this machine allowed it).
 Before/after in one sitting: run it with ``PYTHONPATH`` at a
 work tree of the earlier code (``git worktree add /tmp/before HEAD``,
 ``PYTHONPATH=/tmp/before/robot_collision``).
@@ -38,6 +41,7 @@ import numpy as np
 CAMERA = (1.4, 0.0, 0.8, -0.5979, -0.5979, 0.37751, 0.37751)
 POINTS = 1_000_000
 RATE = 10.0
+REALTIME_PRIORITY = 40  # the filter's realtime_priority in the *_realtime runs
 
 _PUBLISHER = textwrap.dedent('''
     import math, sys, time
@@ -117,7 +121,8 @@ LARGE_SHM_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 
 
-def _run(seconds: float, reliable: bool | None, large_shm: bool = False) -> dict[str, Any]:
+def _run(seconds: float, reliable: bool | None, large_shm: bool = False,
+         realtime: int = 0) -> dict[str, Any]:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
@@ -137,6 +142,8 @@ def _run(seconds: float, reliable: bool | None, large_shm: bool = False) -> dict
     load_ex = SingleThreadedExecutor(context=ctx)
     params = {"urdf_path": str(urdf), "srdf_path": str(srdf), "rate": 100.0,
               "command_timeout": 0.5, "cloud_max_age": 1.0}
+    if realtime:
+        params["realtime_priority"] = realtime
     if reliable is not None:
         params.update(point_cloud_topics=[topic],
                       camera_poses=[f"{topic}=" + " ".join(map(str, CAMERA))])
@@ -211,6 +218,10 @@ def _run(seconds: float, reliable: bool | None, large_shm: bool = False) -> dict
         else:
             time.sleep(seconds)
         lat = list(node.command_latencies)
+        if realtime:
+            prio = getattr(node, "_priority", None)
+            out["realtime_applied"] = bool(prio is not None and not prio.refused
+                                           and realtime in prio.applied().values())
         out["latency_p50_ms"] = _pct(lat, 50)
         out["latency_p99_ms"] = _pct(lat, 99)
         out["commands"] = len(lat)
@@ -338,4 +349,6 @@ def run(quick: bool = False) -> dict[str, Any]:
             "reliable_publisher": _run(seconds, True),
             "best_effort_publisher": _run(seconds, False),
             "best_effort_publisher_large_shm": _run(seconds, False, large_shm=True),
+            "no_clouds_realtime": _run(seconds, None, realtime=REALTIME_PRIORITY),
+            "reliable_publisher_realtime": _run(seconds, True, realtime=REALTIME_PRIORITY),
             "loadavg_1min": round(os.getloadavg()[0], 2)}

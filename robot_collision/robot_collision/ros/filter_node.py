@@ -100,7 +100,10 @@ the forward_command_controller holds its last command forever) can carry the arm
 safety distance: inside the influence zone a hold of (d_i − d_s) / gain = 0.18 s (defaults)
 is enough, outside it a full-speed command covers the whole zone. Run the node in its own
 process and give the controller or hardware a command timeout of a few ticks
-(``docs/hardware_setup.md``; ``mock_arm``'s ``command_timeout`` is one).
+(``docs/hardware_setup.md``; ``mock_arm``'s ``command_timeout`` is one). ``realtime_priority``
+puts the executor thread (when the node has a ``SingleThreadedExecutor`` of its own) and the
+watchdog at ``SCHED_FIFO`` (:mod:`.realtime`; needs the rtprio permission), ahead of the cloud
+worker, its process and the rest of the machine.
 
 Acceleration limits (``acceleration_limits``): the filter is told the velocity last sent and
 the time since, so the output changes by at most a·min(elapsed, 1/rate) per output also when
@@ -128,6 +131,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -180,6 +184,7 @@ from .point_clouds import (
     stamp_seconds,
     tf2_lookup,
 )
+from .realtime import ThreadPriority
 from .robot_loader import RobotLoader
 from .startup import KernelWarmUp
 from .wiring import make_checker, start_up_settings
@@ -418,6 +423,7 @@ class VelocityFilterNode(Node):
         self._cloud_subs.sync()
         self._make_timer()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._priority = ThreadPriority(self.get_logger(), node_name)
         self._watchdog = threading.Thread(target=self._watchdog_loop, daemon=True,
                                           name=f"{node_name}_watchdog")
         self._watchdog.start()
@@ -955,6 +961,7 @@ class VelocityFilterNode(Node):
         a world file, starved of CPU); see "Fail-safe" in the module docstring."""
         with self._cond:
             while not self._stopping:
+                self._priority.ensure(self._settings.realtime_priority, "watchdog")
                 now = time.monotonic()
                 if now >= self._expiry:
                     try:
@@ -1019,9 +1026,28 @@ class VelocityFilterNode(Node):
         with self._lock:
             self._sources_fault = fault
 
+    def _executor_priority(self) -> int:
+        """``realtime_priority`` where the thread running this tick serves this node alone
+        (a ``SingleThreadedExecutor`` of its own), else 0: a thread shared with other nodes
+        (a planner's search, a checker's service) must not run them ahead of the machine."""
+        priority = self._settings.realtime_priority
+        if priority <= 0:
+            return 0
+        executor = self.executor
+        nodes = executor.get_nodes() if isinstance(executor, SingleThreadedExecutor) else []
+        if len(nodes) == 1 and nodes[0] is self:
+            return priority
+        if self._throttled("realtime shared", 60.0):
+            self.get_logger().warning(
+                f"realtime_priority {priority} not applied to the executor thread: it also "
+                "runs other nodes' callbacks (run the velocity_filter in a process or "
+                "SingleThreadedExecutor of its own; the watchdog thread has it)")
+        return 0
+
     def _on_tick(self) -> None:
         try:
             self.stats["ticks"] += 1
+            self._priority.ensure(self._executor_priority(), "executor")
             now = time.monotonic()
             self._check_command_sources(now)
             with self._lock:

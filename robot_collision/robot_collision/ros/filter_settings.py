@@ -52,6 +52,16 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
         "Control tick in Hz: at least one output and one status per tick; dt = 1/rate.",
         f">= {_MIN_RATE:g}",
     ),
+    "realtime_priority": (
+        0,
+        "SCHED_FIFO priority (1-99) of the node's control threads: the executor thread that "
+        "filters commands and runs the ticks, and the fail-safe watchdog; 0 = normal "
+        "scheduling. Needs real-time permission (rtprio in /etc/security/limits.conf, or "
+        "CAP_SYS_NICE; refused: a warning, normal priority). Applied to the executor thread "
+        "only when the node has a SingleThreadedExecutor of its own (the velocity_filter "
+        "executable; bringup's 'isolated'). Keep it below ros2_control's update loop (50).",
+        "0-99",
+    ),
     "filter_on_command": (
         True,
         "Filter and publish each command as it arrives (lowest latency); false = only on ticks.",
@@ -201,6 +211,7 @@ class FilterNodeSettings:
     output_topic: str = "forward_velocity_controller/commands"
     joint_states_topic: str = "joint_states"
     rate: float = 250.0
+    realtime_priority: int = 0
     filter_on_command: bool = True
     state_timeout: float = 0.1
     max_state_age: float = 0.5
@@ -311,6 +322,12 @@ def _validate_one(name: str, value: Any) -> Any:
         if v < _MIN_RATE:
             raise ConfigurationError(f"rate must be >= {_MIN_RATE:g} Hz, got {value!r}")
         return v
+    if name == "realtime_priority":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
+            raise ConfigurationError(
+                f"realtime_priority must be an integer 0-99 (0 = normal scheduling), got "
+                f"{value!r}")
+        return value
     if name in ("filter_on_command", "allow_layout_change", "single_command_source",
                 "hold_unreachable_pairs"):
         if not isinstance(value, bool):
