@@ -383,6 +383,33 @@ def _rigid(P, T, out):  # type: ignore[no-untyped-def]
             out[i, a] = T[a, 0] * x + T[a, 1] * y + T[a, 2] * z + T[a, 3]
 
 
+@njit(cache=True, nogil=True, boundscheck=False)
+def _gather_f32(F, k, step4, o4, G):  # type: ignore[no-untyped-def]
+    """``G[i, j, c] = F[i * k, j * k * step4 + o4[c]]``: the x, y, z of every ``k``-th row and
+    column of an organised float32 cloud ``F`` (height, row_step / 4), without the
+    interpreter's lock (numpy's three strided gathers held it ~1.2 ms per 1 M-point cloud)."""
+    for i in range(G.shape[0]):
+        r = i * k
+        for j in range(G.shape[1]):
+            base = j * k * step4
+            for c in range(3):
+                G[i, j, c] = F[r, base + o4[c]]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _finite_points(G, valid):  # type: ignore[no-untyped-def]
+    """``valid[i, j]`` = x, y, z of ``G[i, j]`` all finite; returns how many are (a compiled
+    loop without the lock: numpy's ``isfinite(G).all(-1)`` took ~0.5 ms on 30 k pixels)."""
+    n = 0
+    for i in range(G.shape[0]):
+        for j in range(G.shape[1]):
+            ok = (math.isfinite(G[i, j, 0]) and math.isfinite(G[i, j, 1])
+                  and math.isfinite(G[i, j, 2]))
+            valid[i, j] = ok
+            n += ok
+    return n
+
+
 def rigid_transform(P: NDArray[np.float64], T: NDArray[np.float64]) -> NDArray[np.float64]:
     """``P`` (N, 3) mapped by the rigid ``T`` (4, 4), without the interpreter's lock and without
     BLAS: numpy's ``P @ R.T`` on 100 k points starts OpenBLAS's worker threads, which then spin
@@ -517,15 +544,21 @@ def pointcloud2_to_grid(
         k = math.ceil(math.sqrt(n / max_pixels))
         while ((height + k - 1) // k) * ((width + k - 1) // k) > max_pixels:
             k += 1
-    raw = np.frombuffer(buf, dtype=np.uint8, count=row * height).reshape(height, row)
-    raw = raw[::k, : width * step].reshape(-1, width, step)[:, ::k]
-    h, w = raw.shape[:2]
+    h, w = (height + k - 1) // k, (width + k - 1) // k
     G = np.empty((h, w, 3))
-    for col, (off, dt) in enumerate(dtypes):
-        size = int(dt[-1])
-        G[:, :, col] = np.ascontiguousarray(raw[:, :, off : off + size]).view(dt)[..., 0]
+    if (all(dt == "<f4" for _, dt in dtypes) and sys.byteorder == "little"
+            and step % 4 == 0 and row % 4 == 0 and all(off % 4 == 0 for off, _ in dtypes)):
+        # the usual camera layout: one compiled gather (see _gather_f32)
+        F = np.frombuffer(buf, dtype=np.float32, count=row * height // 4).reshape(height, -1)
+        _gather_f32(F, k, step // 4, np.array([off // 4 for off, _ in dtypes], np.int64), G)
+    else:
+        raw = np.frombuffer(buf, dtype=np.uint8, count=row * height).reshape(height, row)
+        raw = raw[::k, : width * step].reshape(-1, width, step)[:, ::k]
+        for col, (off, dt) in enumerate(dtypes):
+            size = int(dt[-1])
+            G[:, :, col] = np.ascontiguousarray(raw[:, :, off : off + size]).view(dt)[..., 0]
     if msg.is_dense and height * width:
-        bad = int((~np.isfinite(G).all(axis=-1)).sum())
+        bad = G.shape[0] * G.shape[1] - int(_finite_points(G, np.empty(G.shape[:2], np.bool_)))
         if bad:
             raise CloudError(f"cloud declares is_dense but {bad} of its points have NaN/inf "
                              "coordinates")
@@ -812,8 +845,8 @@ class SensedClouds:
                 "cannot be aged; fix the sensor's clock")
         T = self._pose(topic, str(msg.header.frame_id), stamp)
         G, _ = pointcloud2_to_grid(msg, s.cloud_max_points, s.cloud_max_pixels)
-        valid: NDArray[np.bool_] = np.asarray(np.isfinite(G).all(axis=-1))
-        raw = int(valid.sum())
+        valid: NDArray[np.bool_] = np.empty(G.shape[:2], np.bool_)
+        raw = int(_finite_points(G, valid))
         if raw < max(1, s.cloud_min_points):
             raise self._fault(
                 topic, f"cloud has {raw} valid points of {int(msg.width) * int(msg.height)} "

@@ -76,6 +76,31 @@ def test_pointcloud2_layouts(dtype: str) -> None:
     np.testing.assert_allclose(back, P, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype,step_pad", [("<f4", 4), ("<f4", 0), ("<f4", 6), (">f4", 4),
+                                            ("<f8", 4)])
+@pytest.mark.parametrize("height,width,max_pixels", [(1, 40, 0), (6, 7, 0), (6, 7, 12),
+                                                     (9, 13, 20), (10, 10, 1)])
+def test_pointcloud2_to_grid_decimates_every_layout(dtype: str, step_pad: int, height: int,
+                                                    width: int, max_pixels: int) -> None:
+    """Against the points the message was built from (``_msg``, padding in every point and
+    row): every k-th row and column, NaN pixels kept as NaN, whichever path reads the layout
+    (float32 little-endian 4-aligned: the compiled gather; the others: numpy)."""
+    from robot_collision.ros.point_clouds import pointcloud2_to_grid
+
+    rng = np.random.default_rng(height * 100 + width)
+    P = rng.uniform(-3, 3, (height * width, 3)).astype(dtype[1:]).astype(float)
+    P[rng.random(len(P)) < 0.2] = np.nan
+    G, k = pointcloud2_to_grid(_msg(P, dtype, step_pad=step_pad, height=height, dense=False),
+                               max_pixels=max_pixels)
+    want = P.reshape(height, width, 3)[::k, ::k]
+    if height > 1 and max_pixels:
+        assert want.shape[0] * want.shape[1] <= max_pixels and (k == 1 or (
+            -(-height // (k - 1))) * (-(-width // (k - 1))) > max_pixels)
+    else:
+        assert k == 1
+    np.testing.assert_array_equal(G, want.reshape(G.shape))
+
+
 def test_pointcloud2_rejections() -> None:
     P = np.zeros((4, 3))
     P[1, 2] = np.nan
