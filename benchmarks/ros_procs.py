@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 __all__ = ["NODE_MODULES", "NodeProcesses", "OutputCheck", "errors_logged", "ros_environment",
-           "send_goal"]
+           "send_goal", "start_goal", "wait_goal"]
 
 NODE_MODULES = {
     "collision_checker": "robot_collision.ros.checker_node",
@@ -178,23 +178,34 @@ def errors_logged(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.startswith(("[ERROR]", "[FATAL]")))
 
 
-def send_goal(executor: Any, client: Any, goal: Any, timeout: float) -> Any:
-    """Send ``goal`` with the ActionClient ``client`` and return its result message (None when
-    rejected or after ``timeout`` s). Called from any thread while another thread spins
-    ``executor``: the client's calls run as a task in the executor's thread, because rclpy's
-    ActionClient (Jazzy wheels, Humble) files a request's sequence number only after sending it,
-    and a spinning thread that takes the reply first drops it, so the future never completes
-    (ros2/rclpy#1123; CI saw fast INVALID_GOAL results never arrive)."""
+def start_goal(executor: Any, client: Any, goal: Any) -> Any:
+    """Send ``goal`` with the ActionClient ``client`` without waiting: returns the executor task,
+    whose result is ``(result message or None when rejected, time.monotonic() of the result's
+    arrival)``. Called from any thread while another thread spins ``executor``: the client's
+    calls run as a task in the executor's thread, because rclpy's ActionClient (Jazzy wheels,
+    Humble) files a request's sequence number only after sending it, and a spinning thread that
+    takes the reply first drops it, so the future never completes (ros2/rclpy#1123; CI saw fast
+    INVALID_GOAL results never arrive)."""
 
     async def run() -> Any:
         handle = await client.send_goal_async(goal)
         if not handle.accepted:
-            return None
+            return None, time.monotonic()
         response = await handle.get_result_async()
-        return response.result
+        return response.result, time.monotonic()
 
-    task = executor.create_task(run)
+    return executor.create_task(run)
+
+
+def wait_goal(task: Any, timeout: float) -> tuple[Any, float]:
+    """Wait up to ``timeout`` s for a :func:`start_goal` task: ``(result or None, arrival)``."""
     deadline = time.monotonic() + timeout
     while not task.done() and time.monotonic() < deadline:
         time.sleep(0.002)
-    return task.result() if task.done() else None
+    return task.result() if task.done() else (None, time.monotonic())
+
+
+def send_goal(executor: Any, client: Any, goal: Any, timeout: float) -> Any:
+    """Send ``goal`` (:func:`start_goal`) and return its result message (None when rejected or
+    after ``timeout`` s)."""
+    return wait_goal(start_goal(executor, client, goal), timeout)[0]
