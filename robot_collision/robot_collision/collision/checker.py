@@ -498,14 +498,17 @@ class CollisionChecker:
         exhaustive: bool = True,
         ignore_self: bool = False,
         cutoff: float = float("inf"),
+        moving_only: bool = False,
     ) -> PairDistances:
         """Raw link-indexed distances for every evaluated pair (see :class:`PairDistances`).
 
-        Pairs at or beyond ``cutoff`` (m, padded) may be reported as +inf (pruned)."""
+        Pairs at or beyond ``cutoff`` (m, padded) may be reported as +inf (pruned). With
+        ``moving_only`` the world pairs of links fixed to the base (whose distances no joint
+        motion changes) are not evaluated: +inf, ``E`` false."""
         arr = self.robot.validate_configuration(q)
         sc = self._prepare(world)
         T, D, WA, WB, NN, E, hit = packed_pairs(
-            arr, sc.F, sc.I, exhaustive, not ignore_self, float(cutoff)
+            arr, sc.F, sc.I, exhaustive, not ignore_self, float(cutoff), bool(moving_only)
         )
         return PairDistances(T, D, WA, WB, NN, E, bool(hit), sc.world_names)
 

@@ -22,7 +22,7 @@ from ..geometry.shapes import BOX, CAPSULE, MESH, SPHERE
 from ..jitcall import call_or as _call_or
 from ..jitcall import inline_call_or as _inline_call_or
 from ..jitcall import nothrow as _nothrow
-from ..model.kinematics import fk_into
+from ..model.kinematics import FIXED, fk_into
 from .cloud_kernels import cloud_link_hits
 from .pair_tables import TABLE_TOL
 from .scene_packing import pack_scene as pack_scene
@@ -885,7 +885,7 @@ def _sphere_exact(cx, cy, cz, r, ko, po, P, o, wa, wb, n):  # type: ignore[no-un
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, SA, SB, E):  # type: ignore[no-untyped-def]
+def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, SA, SB, E, world_links):  # type: ignore[no-untyped-def]
     """Signed (padded) distance of every evaluated link pair, link-indexed.
 
     Outputs (L links, W world objects, columns = L links then W objects): ``D`` (L, L + W)
@@ -897,8 +897,9 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
     above ``cutoff`` (pruned by bounding spheres of links and shapes, enclosing boxes of world
     objects); every pair below ``cutoff`` is exact. Within a pair, shape pairs whose lower
     bound (bounding spheres, enclosing boxes) cannot beat the best distance found so far are
-    skipped, the nearest pair of bounding spheres first (branch and bound). Returns True when
-    a collision was found.
+    skipped, the nearest pair of bounding spheres first (branch and bound). World pairs are
+    evaluated for the links ``l`` with ``world_links[l]`` (L,) only. Returns True when a
+    collision was found.
     """
     link_start, kind, params, local = rs.link_start, rs.kind, rs.params, rs.local
     bcen, brad = rs.bound_center, rs.bound_radius
@@ -1054,7 +1055,7 @@ def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, 
     if do_world:
         W = wkind.shape[0]
         for l in range(L):
-            if link_start[l] == link_start[l + 1]:
+            if link_start[l] == link_start[l + 1] or not world_links[l]:
                 continue
             for o in range(W):
                 pad = world_pad[l, o]
@@ -1219,10 +1220,20 @@ def packed_valid_batch(Q, F, I, check_self, out):  # type: ignore[no-untyped-def
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def packed_pairs(q, F, I, exhaustive, do_self, cutoff):  # type: ignore[no-untyped-def]
-    """FK + :func:`evaluate_pairs` on a packed scene; returns ``(T, D, WA, WB, NN, E, hit)``."""
+def packed_pairs(q, F, I, exhaustive, do_self, cutoff, moving_only):  # type: ignore[no-untyped-def]
+    """FK + :func:`evaluate_pairs` on a packed scene; returns ``(T, D, WA, WB, NN, E, hit)``.
+    With ``moving_only`` the world pairs of links fixed to the base (the base and the links
+    attached to it by fixed joints only: their distances do not depend on ``q``) are not
+    evaluated."""
     kin, rs, ws, pr = unpack_scene_borrowed(F, I)
     L = rs.link_start.shape[0] - 1
+    world_links = np.ones(L, dtype=np.bool_)
+    if moving_only:
+        static = np.zeros(L, dtype=np.bool_)
+        for l in range(L):  # parents come before their children
+            p = kin.parent[l]
+            static[l] = p < 0 or (kin.jtype[l] == FIXED and static[p])
+            world_links[l] = not static[l]
     C = L + ws.kind.shape[0]
     T = np.empty((L, 4, 4))
     fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T)
@@ -1233,7 +1244,9 @@ def packed_pairs(q, F, I, exhaustive, do_self, cutoff):  # type: ignore[no-untyp
     SA = np.full((L, C), -1, dtype=np.int64)
     SB = np.full((L, C), -1, dtype=np.int64)
     E = np.zeros((L, C), dtype=np.bool_)
-    hit = evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, True, cutoff, D, WA, WB, NN, SA, SB, E)
+    hit = evaluate_pairs(
+        T, rs, ws, pr, exhaustive, do_self, True, cutoff, D, WA, WB, NN, SA, SB, E, world_links
+    )
     return T, D, WA, WB, NN, E, hit
 
 

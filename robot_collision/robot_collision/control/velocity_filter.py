@@ -29,7 +29,9 @@ and ``safety_distance_self``, robot-world pairs (kind ENVIRONMENT) the ``_env`` 
 a start there) gets b_k > 0: it must separate, at ``min(b_k, recovery_speed)`` so that a deep
 start does not fling the arm. Rows whose Jacobian over the protected joints is zero
 (‖J‖ ≤ 1e-9, e.g. two bodies moved only by unprotected joints) cannot be influenced and are
-dropped.
+dropped; the world pairs of links fixed to the base (a base plate on its table) are not even
+computed (``pair_distances(moving_only=True)``: with a sensed table under the base they were
+40 % of the clearance query's time against a 1 M-point camera cloud).
 
 Discrete time: the controller integrates q ← q + q̇ dt. To first order
 ϕ⁺ = ϕ + J_ϕ q̇ dt ≥ ϕ − ξ dt (ϕ − d_s)/(d_i − d_s), which stays above d_s whenever
@@ -496,7 +498,8 @@ class VelocityFilter:
             if self._use_acc:
                 query = max(query, self._ds_max + self._stopping_distance(qa, prev, dtf))
             query += grow
-            pd = self.checker.pair_distances(qa, self._world, exhaustive=True, cutoff=query)
+            pd = self.checker.pair_distances(qa, self._world, exhaustive=True, cutoff=query,
+                                             moving_only=True)
             tab = clearance_table(self.robot, pd, query)
         except Exception as exc:  # the filter must not raise in the control loop
             return self._fault(f"clearance failed: {exc}")

@@ -845,9 +845,13 @@ def _node_lb(F, nd, kind, prm, Tl, aux):  # type: ignore[no-untyped-def]
     cx = 0.5 * (F[nd] + F[nd + 3])
     cy = 0.5 * (F[nd + 1] + F[nd + 4])
     cz = 0.5 * (F[nd + 2] + F[nd + 5])
-    return _point_shape_lb(kind, prm, Tl, aux, cx, cy, cz) - 0.5 * math.sqrt(
+    # two lower bounds, the larger kept: the shape from the box's centre less its half
+    # diagonal (tight for small boxes), and the box from the shape's origin less the radius of
+    # the ball about the origin that encloses the shape (tight for large boxes)
+    near = _point_shape_lb(kind, prm, Tl, aux, cx, cy, cz) - 0.5 * math.sqrt(
         hx * hx + hy * hy + hz * hz
     )
+    return max(near, math.sqrt(_box_gap2(F, nd, Tl[0, 3], Tl[1, 3], Tl[2, 3])) - aux[6])
 
 
 @njit(cache=True, boundscheck=False)
@@ -878,6 +882,10 @@ def cloud_distance(kind, prm, T, verts, F, I, fo, io, Tc, bound, wa, wb, n):  # 
     rigid_inverse_mul(Tc, T, Tl)
     aux = np.empty(7)
     shape_aux(kind, prm, verts, aux)
+    # the ball about the shape's origin that encloses the shape, grown by the bound: free in
+    # the grid's constant-time test => no point closer than the bound
+    if cloud_sphere_maybe(F, I, fo, io, Tl[0, 3], Tl[1, 3], Tl[2, 3], aux[6] + bound) == 0:
+        return np.inf
     scratch = np.empty((8, 4))
     _, j = cloud_nearest(F, I, fo, io, kind, prm, Tl, verts, aux, bound + r_pt, scratch)
     if j < 0:

@@ -240,3 +240,38 @@ def test_planner_plans_around_a_cloud(robot: RobotModel) -> None:
     spheres = [WorldObject(Sphere(0.008), make_pose(np.eye(3), p), f"s{i}")
                for i, p in enumerate(wall)]
     assert checker.is_valid_batch(dense, spheres).all()
+
+
+def test_moving_only_leaves_out_exactly_the_world_pairs_of_links_fixed_to_the_base(
+    robot: RobotModel,
+) -> None:
+    """``pair_distances(moving_only=True)`` (the velocity filter's query): the world columns of
+    the links whose pose no joint changes are not evaluated; every other entry is the full
+    evaluation's (itself checked against brute force above), bit for bit. The cloud wraps the
+    base, so those columns are finite in the full evaluation."""
+    from robot_collision import Box
+
+    rng = np.random.default_rng(12)
+    P = rng.uniform([-0.3, -0.3, -0.05], [0.3, 0.3, 0.4], (400, 3))
+    world = [WorldObject(PointCloud(P, 0.01), np.eye(4), "around_base"),
+             WorldObject(Box(0.3, 0.3, 0.02), make_pose(np.eye(3), [0.0, 0.0, -0.02]), "table")]
+    checker = CollisionChecker(robot)
+    kin = robot.kin
+    static = np.zeros(len(robot.link_names), dtype=bool)
+    for i, p in enumerate(np.asarray(kin.parent)):
+        static[i] = p < 0 or (int(kin.jtype[i]) == 0 and static[p])
+    assert static[0] and not static.all()
+    L = len(robot.link_names)
+    for q in _configs(robot, 5, 4):
+        for cutoff in (np.inf, 0.05):
+            full = checker.pair_distances(q, world, exhaustive=True, cutoff=cutoff)
+            part = checker.pair_distances(q, world, exhaustive=True, cutoff=cutoff,
+                                          moving_only=True)
+            assert np.isfinite(full.D[static][:, L:]).any()
+            assert (part.D[static][:, L:] == np.inf).all()
+            assert not part.E[static][:, L:].any()
+            keep = np.ones_like(full.D, dtype=bool)
+            keep[np.ix_(static, np.arange(L, full.D.shape[1]))] = False
+            assert np.array_equal(part.D[keep], full.D[keep])
+            assert np.array_equal(part.E[keep], full.E[keep])
+            assert np.array_equal(part.WA[keep], full.WA[keep])

@@ -221,6 +221,15 @@ def test_distance_property(k: int, seed: int, n: int, radius: float, scale: floa
         hit = cloud_shape_hits(idx.F, idx.I, 0, 0, int(shape.kind), shape.params(),
                                _local_pose(Tc, T), verts, _aux(shape), radius, np.empty((8, 4)))
         assert hit == bool(ref < 0)
+    # a finite bound (the grid's constant-time test, then the pruned search): +inf exactly
+    # when nothing is closer than it, else the same distance
+    for bound in (ref - 1e-6, ref + 1e-6, ref + 0.5 * scale, ref + 3 * scale):
+        d = cloud_distance(int(shape.kind), shape.params(), T, verts, idx.F, idx.I, 0, 0, Tc,
+                           bound, wa, wb, nn)
+        if bound > ref:
+            assert abs(d - ref) < 1e-9, (bound, d, ref)
+        else:
+            assert d == np.inf, (bound, d, ref)
 
 
 def test_empty_cloud_is_no_obstacle() -> None:
@@ -261,3 +270,37 @@ def test_bad_points_are_rejected_with_a_clear_error() -> None:
         CloudIndex(np.array([[5000.0, 0.0, 0.0]]))
     with pytest.raises(ShapeError, match="resolution"):
         voxel_downsample(np.zeros((3, 3)), 0.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    k=st.integers(0, len(SHAPES) - 1),
+    seed=st.integers(0, 2**31 - 1),
+    flat=st.sampled_from([None, 0, 1, 2]),
+    size=st.sampled_from([0.005, 0.03, 0.3]),
+    spread=st.sampled_from([0.05, 0.2, 0.5]),
+)
+def test_node_bound_never_exceeds_the_distance_of_a_point_in_the_box(
+    k: int, seed: int, flat: int | None, size: float, spread: float
+) -> None:
+    """The hierarchy's box-to-shape lower bound (``_node_lb``: separating axis, enclosing ball,
+    Lipschitz fallback) is at most the signed distance of every point sampled in the box
+    (corners, faces, interior), boxes flat or not, near, far and through the shape."""
+    from robot_collision.geometry.cloud_index import _node_lb
+
+    shape = SHAPES[k]
+    rng = np.random.default_rng(seed)
+    T = random_pose(rng, 0.0)  # the shape's pose in the cloud frame
+    T[:3, 3] = rng.uniform(-0.1, 0.1, 3)
+    c = rng.uniform(-spread, spread, 3)
+    h = rng.uniform(0.2, 1.0, 3) * size
+    if flat is not None:
+        h[flat] = 0.0
+    F = np.concatenate([c - h, c + h])
+    u = np.concatenate([rng.uniform(-1, 1, (200, 3)),
+                        np.array(np.meshgrid(*[[-1, 0, 1]] * 3)).reshape(3, -1).T])
+    P = c + u * h
+    lb = _node_lb(F, 0, int(shape.kind), np.ascontiguousarray(shape.params()), T, _aux(shape))
+    ref = brute_distance(shape, T, P, 0.0).min()
+    assert lb <= ref + 1e-12, (lb, ref)
+
