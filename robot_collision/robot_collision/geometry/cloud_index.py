@@ -834,24 +834,75 @@ def cloud_nearest(F, I, fo, io, kind, prm, Tl, verts, aux, bound, scratch):  # t
 @njit(cache=True, boundscheck=False, inline="always")
 def _node_lb(F, nd, kind, prm, Tl, aux):  # type: ignore[no-untyped-def]
     """Lower bound of the signed distance from the shape to any point in the box at ``nd``
-    (+inf for an empty box)."""
+    (+inf for an empty box). The larger of two bounds:
+
+    - the box seen from the shape's origin, less the radius ``R`` of the ball about the origin
+      that encloses the shape (tight for large boxes; inside the shape the depth at ``b`` is at
+      most ``R - |b - origin|``, so it bounds the signed distance too);
+    - with ``c`` the box's centre, ``s`` the point of the shape nearest ``c`` (a capsule: of its
+      axis segment, less its radius ``r``; a mesh: of its vertex box) and ``n = (c - s) /
+      |c - s|``: every point ``b`` of the box and ``x`` of the shape have ``|b - x| >= n.(b -
+      x) >= |c - s| - sum_a e_a |n_a| - r`` (``e``: the box's half extents; ``n.(x - s) <= r``
+      for a convex shape and the point nearest ``c``), a separating axis that is exact for a
+      flat box (a wall's leaf) facing the shape. It bounds the signed
+      distance too: the shape lies in the half space ``n.(x - s) <= r`` (``r``: a capsule's
+      radius, else 0), so a box point inside it is at most ``r - n.(b - s)`` deep. It is never
+      below the centre's signed distance less the half diagonal (``sum_a e_a |n_a|`` is at
+      most the half diagonal), which is used for a centre inside the solid (``c = s``).
+    """
     hx = F[nd + 3] - F[nd]
     if hx < 0.0:
         return np.inf
+    x0 = Tl[0, 3]
+    y0 = Tl[1, 3]
+    z0 = Tl[2, 3]
     if kind == SPHERE:
-        return math.sqrt(_box_gap2(F, nd, Tl[0, 3], Tl[1, 3], Tl[2, 3])) - prm[0]
-    hy = F[nd + 4] - F[nd + 1]
-    hz = F[nd + 5] - F[nd + 2]
-    cx = 0.5 * (F[nd] + F[nd + 3])
-    cy = 0.5 * (F[nd + 1] + F[nd + 4])
-    cz = 0.5 * (F[nd + 2] + F[nd + 5])
-    # two lower bounds, the larger kept: the shape from the box's centre less its half
-    # diagonal (tight for small boxes), and the box from the shape's origin less the radius of
-    # the ball about the origin that encloses the shape (tight for large boxes)
-    near = _point_shape_lb(kind, prm, Tl, aux, cx, cy, cz) - 0.5 * math.sqrt(
-        hx * hx + hy * hy + hz * hz
-    )
-    return max(near, math.sqrt(_box_gap2(F, nd, Tl[0, 3], Tl[1, 3], Tl[2, 3])) - aux[6])
+        return math.sqrt(_box_gap2(F, nd, x0, y0, z0)) - prm[0]
+    far = math.sqrt(_box_gap2(F, nd, x0, y0, z0)) - aux[6]
+    ex = 0.5 * hx
+    ey = 0.5 * (F[nd + 4] - F[nd + 1])
+    ez = 0.5 * (F[nd + 5] - F[nd + 2])
+    dx = 0.5 * (F[nd] + F[nd + 3]) - x0
+    dy = 0.5 * (F[nd + 1] + F[nd + 4]) - y0
+    dz = 0.5 * (F[nd + 2] + F[nd + 5]) - z0
+    lz = Tl[0, 2] * dx + Tl[1, 2] * dy + Tl[2, 2] * dz
+    r = 0.0  # the capsule's radius (the rest: 0)
+    if kind == CAPSULE:
+        # offset from the nearest point of the axis segment, cloud frame
+        t = min(max(lz, -prm[1]), prm[1])
+        ox = dx - t * Tl[0, 2]
+        oy = dy - t * Tl[1, 2]
+        oz = dz - t * Tl[2, 2]
+        r = prm[0]
+    else:
+        lx = Tl[0, 0] * dx + Tl[1, 0] * dy + Tl[2, 0] * dz
+        ly = Tl[0, 1] * dx + Tl[1, 1] * dy + Tl[2, 1] * dz
+        # offset from the nearest point of the solid, shape frame
+        if kind == CYLINDER:
+            a = math.sqrt(lx * lx + ly * ly)
+            k = max(a - prm[0], 0.0) / a if a > 0.0 else 0.0
+            px = lx * k
+            py = ly * k
+            pz = math.copysign(max(abs(lz) - prm[1], 0.0), lz)
+        else:
+            if kind == BOX:
+                cx, cy, cz, hbx, hby, hbz = 0.0, 0.0, 0.0, prm[0], prm[1], prm[2]
+            else:  # MESH: its vertex box
+                cx, cy, cz, hbx, hby, hbz = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5]
+            px = math.copysign(max(abs(lx - cx) - hbx, 0.0), lx - cx)
+            py = math.copysign(max(abs(ly - cy) - hby, 0.0), ly - cy)
+            pz = math.copysign(max(abs(lz - cz) - hbz, 0.0), lz - cz)
+        ox = Tl[0, 0] * px + Tl[0, 1] * py + Tl[0, 2] * pz
+        oy = Tl[1, 0] * px + Tl[1, 1] * py + Tl[1, 2] * pz
+        oz = Tl[2, 0] * px + Tl[2, 1] * py + Tl[2, 2] * pz
+    g = math.sqrt(ox * ox + oy * oy + oz * oz)
+    if g > 0.0:
+        near = g - (ex * abs(ox) + ey * abs(oy) + ez * abs(oz)) / g - r
+    else:  # the centre inside the solid (or on the capsule's axis)
+        near = _point_shape_lb(kind, prm, Tl, aux, dx + x0, dy + y0, dz + z0) - math.sqrt(
+            ex * ex + ey * ey + ez * ez
+        )
+    return max(near, far)
 
 
 @njit(cache=True, boundscheck=False)
