@@ -885,7 +885,9 @@ def _sphere_exact(cx, cy, cz, r, ko, po, P, o, wa, wb, n):  # type: ignore[no-un
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def evaluate_pairs(T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, SA, SB, E, world_links):  # type: ignore[no-untyped-def]
+def evaluate_pairs(  # type: ignore[no-untyped-def]
+    T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, SA, SB, E, world_links
+):
     """Signed (padded) distance of every evaluated link pair, link-indexed.
 
     Outputs (L links, W world objects, columns = L links then W objects): ``D`` (L, L + W)
