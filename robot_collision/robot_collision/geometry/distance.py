@@ -28,15 +28,17 @@ distance ``d`` satisfies ``d = dot(n, wb - wa)`` and ``|wa - wb| = |d|``; ``n`` 
 Algorithms
 ----------
 Closed forms (no allocation): sphere-sphere, sphere-capsule, capsule-capsule (segment-segment
-closest points) and sphere-box (point against oriented box; inside a box the penetration goes
-to the nearest face). Every other pair uses GJK on the shapes' support functions with the
-"core + radius" trick (sphere = point core inflated by ``r``, capsule = segment core inflated by
-``r``; ``d = d(cores) - ra - rb``, exact also in penetration). When the cores touch or overlap
+closest points), sphere-box (point against oriented box; inside a box the penetration goes to
+the nearest face) and sphere-cylinder (likewise: inside, through the side or the nearer cap;
+EPA's answer deep inside a cylinder was off by up to ~2e-8 m). Every other pair uses GJK on the
+shapes' support functions with the "core + radius" trick (sphere = point core inflated by ``r``,
+capsule = segment core inflated by ``r``; ``d = d(cores) - ra - rb``, exact also in
+penetration). When the cores touch or overlap
 (core distance below ``CONTACT_TOL``), EPA (expanding polytope algorithm) gives the penetration
 depth, normal and witness points. Cylinder support is exact (cap disc and rim); mesh support is
 the maximum over the hull vertices: a scan for small hulls, else a climb along the hull's edges
 from the previous answer of the same GJK/EPA call (see :mod:`.hull`). If EPA runs out of
-vertices before converging -- a curved closest set, e.g. a sphere on the axis of a cylinder,
+vertices before converging -- a curved closest set, e.g. a capsule on the axis of a cylinder,
 equidistant from its whole side -- the depth is finished by minimising ``h_A(u) + h_B(-u)``
 over the normal ``u`` directly.
 
@@ -91,6 +93,7 @@ from .pair_closed_forms import (
     _capsule_capsule,
     _sphere_box,
     _sphere_capsule,
+    _sphere_cylinder,
     _sphere_sphere,
     point_box,
     point_segment,
@@ -180,6 +183,19 @@ def shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n):  # type: ignore[n
             Ta[0, 0], Ta[0, 1], Ta[0, 2], Ta[1, 0], Ta[1, 1], Ta[1, 2], Ta[2, 0], Ta[2, 1],
             Ta[2, 2], Ta[0, 3], Ta[1, 3], Ta[2, 3], pa[0], pa[1], pa[2],
         )
+    elif ka == SPHERE and kb == CYLINDER:
+        r = _nothrow(
+            _sphere_cylinder, Ta[0, 3], Ta[1, 3], Ta[2, 3], pa[0],
+            Tb[0, 0], Tb[0, 1], Tb[0, 2], Tb[1, 0], Tb[1, 1], Tb[1, 2], Tb[2, 0], Tb[2, 1],
+            Tb[2, 2], Tb[0, 3], Tb[1, 3], Tb[2, 3], pb[0], pb[1],
+        )
+    elif ka == CYLINDER and kb == SPHERE:
+        swap = True
+        r = _nothrow(
+            _sphere_cylinder, Tb[0, 3], Tb[1, 3], Tb[2, 3], pb[0],
+            Ta[0, 0], Ta[0, 1], Ta[0, 2], Ta[1, 0], Ta[1, 1], Ta[1, 2], Ta[2, 0], Ta[2, 1],
+            Ta[2, 2], Ta[0, 3], Ta[1, 3], Ta[2, 3], pa[0], pa[1],
+        )
     else:
         r = _nothrow(_gjk_epa, ka, pa, Ta, va, kb, pb, Tb, vb)
     if swap:  # computed as (B, A): exchange the witnesses and flip the normal
@@ -226,8 +242,10 @@ def shape_overlap(ka, pa, Ta, va, kb, pb, Tb, vb, pad, wa, wb, n):  # type: igno
     exactly; GJK pairs stop as soon as the answer is certain and never run EPA (penetration
     depth is not needed). Agrees with ``shape_distance(...) < pad`` except within the GJK
     tolerance of the boundary. ``wa``, ``wb``, ``n`` (3,) are scratch."""
-    if (ka <= CAPSULE and kb <= CAPSULE) or (ka == SPHERE and kb == BOX) or (
-        ka == BOX and kb == SPHERE
+    # closed forms: sphere and capsule pairs, a sphere with a box or a cylinder (BOX, CYLINDER
+    # = 2, 3)
+    if (ka <= CAPSULE and kb <= CAPSULE) or (ka == SPHERE and BOX <= kb <= CYLINDER) or (
+        kb == SPHERE and BOX <= ka <= CYLINDER
     ):
         hit = shape_distance(ka, pa, Ta, va, kb, pb, Tb, vb, wa, wb, n) < pad
     else:

@@ -1,6 +1,7 @@
-"""Closed-form signed distances of sphere, capsule and box pairs, and the small point /
-segment / box kernels (compiled). Conventions (units m, frames, witness points, normals, the
-10-tuple results) as in :mod:`robot_collision.geometry.distance`, which dispatches to them."""
+"""Closed-form signed distances of sphere, capsule, box and sphere-cylinder pairs, and the small
+point / segment / box kernels (compiled). Conventions (units m, frames, witness points,
+normals, the 10-tuple results) as in :mod:`robot_collision.geometry.distance`, which
+dispatches to them."""
 
 from __future__ import annotations
 
@@ -154,6 +155,33 @@ def _point_box_local(px, py, pz, hx, hy, hz):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
+def _point_cylinder_local(px, py, pz, rad, h):  # type: ignore[no-untyped-def]
+    """Point ``p`` against the solid cylinder of radius ``rad`` about z, ``|z| <= h`` (cylinder
+    frame): signed distance (negative inside), closest surface point ``q`` and the cylinder's
+    outward unit normal at ``q``."""
+    rho = math.sqrt(px * px + py * py)
+    k = rad / rho if rho > rad else 1.0
+    qx = px * k
+    qy = py * k
+    qz = min(max(pz, -h), h)
+    dx = px - qx
+    dy = py - qy
+    dz = pz - qz
+    d2 = dx * dx + dy * dy + dz * dz
+    if d2 > _COINCIDENT * _COINCIDENT:
+        d = math.sqrt(d2)
+        return d, qx, qy, qz, dx / d, dy / d, dz / d
+    # inside or on the surface: leave through the side or the nearer cap, whichever is closer
+    es = rad - rho
+    ec = h - abs(pz)
+    if es <= ec:
+        ux, uy = (px / rho, py / rho) if rho > _COINCIDENT else (1.0, 0.0)
+        return -es, rad * ux, rad * uy, pz, ux, uy, 0.0
+    s = 1.0 if pz >= 0.0 else -1.0
+    return -ec, px, py, s * h, 0.0, 0.0, s
+
+
+@njit(cache=True)
 def _round_pair(  # type: ignore[no-untyped-def]
     ax, ay, az, bx, by, bz, ra, rb, ux, uy, uz, vx, vy, vz, cx, cy, cz
 ):
@@ -245,6 +273,34 @@ def _sphere_box(  # type: ignore[no-untyped-def]
     lz = r02 * px + r12 * py + r22 * pz
     d, qx, qy, qz, mx, my, mz = _point_box_local(lx, ly, lz, hx, hy, hz)
     # normal from the sphere towards the box = minus the box's outward normal
+    nx = -(r00 * mx + r01 * my + r02 * mz)
+    ny = -(r10 * mx + r11 * my + r12 * mz)
+    nz = -(r20 * mx + r21 * my + r22 * mz)
+    return (
+        d - r,
+        cx + r * nx, cy + r * ny, cz + r * nz,
+        r00 * qx + r01 * qy + r02 * qz + tx,
+        r10 * qx + r11 * qy + r12 * qz + ty,
+        r20 * qx + r21 * qy + r22 * qz + tz,
+        nx, ny, nz,
+    )
+
+
+@njit(cache=True)
+def _sphere_cylinder(  # type: ignore[no-untyped-def]
+    cx, cy, cz, r, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, rad, h
+):
+    """Sphere (centre ``c``, radius ``r``) against the solid cylinder of radius ``rad`` and
+    half length ``h`` about its z axis, posed by rotation ``R`` (row-major ``rij``) and
+    translation ``t``: the centre's signed distance less ``r``, exact inside and out."""
+    px = cx - tx
+    py = cy - ty
+    pz = cz - tz
+    lx = r00 * px + r10 * py + r20 * pz
+    ly = r01 * px + r11 * py + r21 * pz
+    lz = r02 * px + r12 * py + r22 * pz
+    d, qx, qy, qz, mx, my, mz = _point_cylinder_local(lx, ly, lz, rad, h)
+    # normal from the sphere towards the cylinder = minus the cylinder's outward normal
     nx = -(r00 * mx + r01 * my + r02 * mz)
     ny = -(r10 * mx + r11 * my + r12 * mz)
     nz = -(r20 * mx + r21 * my + r22 * mz)
