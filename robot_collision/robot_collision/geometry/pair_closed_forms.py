@@ -259,20 +259,16 @@ def _capsule_capsule(  # type: ignore[no-untyped-def]
     )
 
 
-@njit(cache=True)
-def _sphere_box(  # type: ignore[no-untyped-def]
-    cx, cy, cz, r, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, hx, hy, hz
+@njit(cache=True, inline="always")
+def _sphere_posed(  # type: ignore[no-untyped-def]
+    cx, cy, cz, r, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, d, qx, qy, qz, mx,
+    my, mz,
 ):
-    """Sphere (centre ``c``, radius ``r``) against the box ``[-h, h]`` posed by rotation ``R``
-    (row-major ``rij``) and translation ``t``."""
-    px = cx - tx
-    py = cy - ty
-    pz = cz - tz
-    lx = r00 * px + r10 * py + r20 * pz
-    ly = r01 * px + r11 * py + r21 * pz
-    lz = r02 * px + r12 * py + r22 * pz
-    d, qx, qy, qz, mx, my, mz = _point_box_local(lx, ly, lz, hx, hy, hz)
-    # normal from the sphere towards the box = minus the box's outward normal
+    """The 10-tuple of a sphere (centre ``c``, radius ``r``) against a convex solid posed by
+    rotation ``R`` (row-major ``rij``) and translation ``t``, from the point query of the
+    centre in the solid's frame: signed distance ``d``, closest surface point ``q`` and the
+    solid's outward unit normal ``m`` there. The result is ``d - r``, exact inside and out."""
+    # normal from the sphere towards the solid = minus the solid's outward normal
     nx = -(r00 * mx + r01 * my + r02 * mz)
     ny = -(r10 * mx + r11 * my + r12 * mz)
     nz = -(r20 * mx + r21 * my + r22 * mz)
@@ -284,6 +280,31 @@ def _sphere_box(  # type: ignore[no-untyped-def]
         r20 * qx + r21 * qy + r22 * qz + tz,
         nx, ny, nz,
     )
+
+
+@njit(cache=True, inline="always")
+def _local(cx, cy, cz, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz):  # type: ignore[no-untyped-def]
+    """Point ``c`` in the frame posed by rotation ``R`` (row-major ``rij``) and ``t``."""
+    px = cx - tx
+    py = cy - ty
+    pz = cz - tz
+    return (
+        r00 * px + r10 * py + r20 * pz,
+        r01 * px + r11 * py + r21 * pz,
+        r02 * px + r12 * py + r22 * pz,
+    )
+
+
+@njit(cache=True)
+def _sphere_box(  # type: ignore[no-untyped-def]
+    cx, cy, cz, r, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, hx, hy, hz
+):
+    """Sphere (centre ``c``, radius ``r``) against the box ``[-h, h]`` posed by rotation ``R``
+    (row-major ``rij``) and translation ``t``."""
+    lx, ly, lz = _local(cx, cy, cz, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz)
+    d, qx, qy, qz, mx, my, mz = _point_box_local(lx, ly, lz, hx, hy, hz)
+    return _sphere_posed(cx, cy, cz, r, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty,
+                         tz, d, qx, qy, qz, mx, my, mz)
 
 
 @njit(cache=True)
@@ -292,26 +313,11 @@ def _sphere_cylinder(  # type: ignore[no-untyped-def]
 ):
     """Sphere (centre ``c``, radius ``r``) against the solid cylinder of radius ``rad`` and
     half length ``h`` about its z axis, posed by rotation ``R`` (row-major ``rij``) and
-    translation ``t``: the centre's signed distance less ``r``, exact inside and out."""
-    px = cx - tx
-    py = cy - ty
-    pz = cz - tz
-    lx = r00 * px + r10 * py + r20 * pz
-    ly = r01 * px + r11 * py + r21 * pz
-    lz = r02 * px + r12 * py + r22 * pz
+    translation ``t``."""
+    lx, ly, lz = _local(cx, cy, cz, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz)
     d, qx, qy, qz, mx, my, mz = _point_cylinder_local(lx, ly, lz, rad, h)
-    # normal from the sphere towards the cylinder = minus the cylinder's outward normal
-    nx = -(r00 * mx + r01 * my + r02 * mz)
-    ny = -(r10 * mx + r11 * my + r12 * mz)
-    nz = -(r20 * mx + r21 * my + r22 * mz)
-    return (
-        d - r,
-        cx + r * nx, cy + r * ny, cz + r * nz,
-        r00 * qx + r01 * qy + r02 * qz + tx,
-        r10 * qx + r11 * qy + r12 * qz + ty,
-        r20 * qx + r21 * qy + r22 * qz + tz,
-        nx, ny, nz,
-    )
+    return _sphere_posed(cx, cy, cz, r, r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty,
+                         tz, d, qx, qy, qz, mx, my, mz)
 
 
 # --------------------------------------------------------------------------------------------
