@@ -20,7 +20,8 @@ carries a fault (empty layout). Planning goals with malformed fields must end ``
 ``success=false``.
 
 Keys: ``kinds`` (per kind: topic, messages sent, burst seconds, per target node the recovery
-time in s and RSS before/after in MB, alive), ``nodes`` (per node: alive at the end, RSS and
+time in s and RSS before/after in MB, alive, the planner probe's goals as ``planner_attempts``
+[s after the burst, result code, message]), ``nodes`` (per node: alive at the end, RSS and
 USS (private memory, without shared DDS segments) at start/end, worst recovery),
 ``filter_outputs`` (``checked``, ``non_finite``, ``over_limit``, ``nonzero_on_fault``: the last
 three must be 0), ``goals`` / ``check_requests`` (codes seen), ``max_recovery_s``,
@@ -48,6 +49,7 @@ sys.path.insert(0, str(HERE.parent))
 from ros_procs import (  # noqa: E402
     NodeProcesses,
     OutputCheck,
+    frozen_heap,
     ros_environment,
     send_goal,
     start_goal,
@@ -192,6 +194,11 @@ def _percent(n: int, d: int) -> float:
 def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
          settle: float = 2.0) -> dict[str, Any]:
     """Run the fuzz (see the module docstring); returns the result dictionary."""
+    with frozen_heap():
+        return _fuzz(per_kind, huge_count, goal_count, settle)
+
+
+def _fuzz(per_kind: int, huge_count: int, goal_count: int, settle: float) -> dict[str, Any]:
     ros_environment()
     import rclpy
     from rclpy.action import ActionClient
@@ -348,8 +355,12 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
             goal.time_limit = 5.0
             return start_goal(executor, goal_client, goal)
 
+        attempts: list[list[Any]] = []  # the planner probe's goals: [s after burst, code, why]
+
         def planner_recovered(task: Any, t_end: float) -> Optional[float]:
             res, arrival = wait_goal(task, 30.0)
+            attempts.append([round(arrival - t_end, 3), None if res is None else
+                             int(res.error_code), "" if res is None else str(res.message)[:160]])
             if res is None or res.error_code != 0:
                 return None
             return max(0.0, arrival - t_end - float(res.planning_time))
@@ -365,6 +376,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
             is sent first, at once (its probe is the only active one); the others read what the
             nodes publish anyway."""
             task = planner_goal() if "planner" in targets else None
+            attempts.clear()
             out: dict[str, Any] = {}
             for nm in targets:
                 rec: Optional[float] = None
@@ -426,6 +438,7 @@ def fuzz(per_kind: int = 10_000, huge_count: int = 20, goal_count: int = 100,
                 "variants": [v for v, _ in variants],
                 "burst_s": round(t_end - t0, 2),
                 "recovery_s": rec,
+                "planner_attempts": list(attempts) if "planner" in targets else [],
                 "rss_mb_before": before,
                 "rss_mb_after": after,
                 "alive": {nm: procs.alive(nm) for nm in targets},

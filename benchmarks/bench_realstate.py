@@ -10,7 +10,9 @@ process stands in for the cell's other parts over real topics:
   the wall primitive, against the margin ``safety_distance_env`` (0.03 m).
 - ``split``: the arm's joints on two publishers (joints 1-5 and 6-7, a controller each), and a
   full stream plus a gripper-only publisher (a joint the model lacks) at 20 Hz, while a safe
-  command streams: the share of non-zero outputs and the ok -> fault flips of the status.
+  command streams: the share of non-zero outputs and the ok -> fault flips of the status, the
+  fault reasons seen, and the relay's own longest pause (this process relays the states; the
+  share of non-zero outputs while its last relayed state was under 0.1 s old is given apart).
 - ``escapes``: near-contact configurations of the default arm (wall and floor) and the MBM
   Panda (cage), found by rejection sampling; the escape command (moves every pair inside its
   safety distance apart, found by SciPy's LP) must never come out as zero.
@@ -28,6 +30,7 @@ old package, nodes included) and once without.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import itertools
 import os
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-from ros_procs import NodeProcesses, ros_environment
+from ros_procs import NodeProcesses, frozen_heap, ros_environment
 
 WALL_POSE = (0.40, 0.0, 0.6)
 WALL_SIZE = (0.1, 2.0, 2.0)
@@ -81,6 +84,7 @@ class _Cell:
         self.true: list[tuple[float, list[float]]] = []  # (monotonic, q) of the mock arm
         self.outputs: list[tuple[float, bool, int]] = []  # (monotonic, non-zero, size)
         self.status: list[tuple[float, bool, str]] = []
+        self.relayed: list[float] = []  # (monotonic) each relayed joint state
         self._lock = threading.Lock()
         self.pub_a = self.node.create_publisher(JointState, "joint_states", rel)
         self.pub_b = self.node.create_publisher(JointState, "joint_states", rel)
@@ -125,6 +129,8 @@ class _Cell:
                 while self._queue and self._queue[0][0] + self.lag <= now:
                     due.append(self._queue.popleft()[1])
             if self.relay_on:
+                if due:
+                    self.relayed.append(time.monotonic())
                 for msg in due:
                     if self.split is None:
                         self.pub_a.publish(msg)
@@ -159,6 +165,7 @@ class _Cell:
             self.true.clear()
         self.outputs.clear()
         self.status.clear()
+        self.relayed.clear()
 
     def wait_for(self, pred: Any, timeout: float) -> bool:
         end = time.monotonic() + timeout
@@ -281,8 +288,20 @@ def _split(cell: _Cell, mode: str, seconds: float) -> dict[str, Any]:
         prev = ok
     cell.split = None
     cell.gripper_rate = 0.0
+    # This process relays the states: on a starved machine its own relay can pause past the
+    # filter's state_timeout (0.1 s), and then zero outputs are the filter doing its job. The
+    # outputs while the relay kept up (its last relayed state < 0.1 s old) are reported apart.
+    relayed = list(cell.relayed)
+    fresh = [nz for t, nz, _ in cell.outputs
+             if (k := bisect.bisect_right(relayed, t)) > 0 and t - relayed[k - 1] <= 0.1]
+    gaps = np.diff(relayed) if len(relayed) > 1 else np.zeros(1)
     return {"nonzero_output_fraction": round(sum(outs) / max(len(outs), 1), 3),
-            "outputs": len(outs), "ok_to_fault_flips": flips}
+            "outputs": len(outs), "ok_to_fault_flips": flips,
+            "nonzero_fraction_relay_fresh": round(sum(fresh) / max(len(fresh), 1), 3),
+            "outputs_relay_fresh": len(fresh),
+            "relay_max_gap_s": round(float(gaps.max()), 3),
+            "relay_gaps_over_timeout": int((gaps > 0.1).sum()),
+            "faults": sorted({f.split(":")[0] for _, ok, f in cell.status if not ok})}
 
 
 def _escapes(count: int, panda: bool = True) -> dict[str, Any]:
@@ -521,6 +540,12 @@ def realstate(lags: tuple[int, ...] = (0, 100, 250), push_s: float = 5.0, split_
               escapes: int = 400, panda: bool = True, stale_s: float = 5.0,
               kills: int = 20, pushes: int = 3) -> dict[str, Any]:
     """Every scenario of the module docstring (``kills`` 0: no kill_pause)."""
+    with frozen_heap():
+        return _realstate(lags, push_s, split_s, escapes, panda, stale_s, kills, pushes)
+
+
+def _realstate(lags: tuple[int, ...], push_s: float, split_s: float, escapes: int, panda: bool,
+               stale_s: float, kills: int, pushes: int) -> dict[str, Any]:
     ros_environment()
     import robot_collision
 

@@ -39,7 +39,10 @@ def test_fuzz_small() -> None:
     _no_violations(r["filter_outputs"])
     slow = {(kind, node): rec for kind, v in r["kinds"].items()
             for node, rec in v["recovery_s"].items() if rec is None or rec > RECOVERY_S}
-    assert not slow, f"recovery after a burst above {RECOVERY_S} s: {slow} (logs in {r['log_dir']})"
+    attempts = {kind: v["planner_attempts"] for kind, v in r["kinds"].items()
+                if (kind, "planner") in slow}
+    assert not slow, (f"recovery after a burst above {RECOVERY_S} s: {slow}; planner goals "
+                      f"[s after the burst, code, message]: {attempts} (logs in {r['log_dir']})")
     assert r["goals"]["internal_error"] == 0, r["goals"]["codes"]
     assert not r["goals"]["unexpected"], r["goals"]["unexpected"]
     assert r["goals"]["recovery_s"] is not None
@@ -71,9 +74,12 @@ def test_realstate_small() -> None:
     lag = r["lag"]["250ms"]
     assert lag["min_true_clearance_mm"] >= lag["margin_mm"] - 3.0, lag
     for mode, v in r["split"].items():
-        # (the old filter: 0 % with two publishers, 72-82 flips with a gripper publisher; a
-        # starved CI machine can delay one state past state_timeout now and then)
-        assert v["nonzero_output_fraction"] >= 0.9 and v["ok_to_fault_flips"] <= 3, (mode, v)
+        # (the old filter: 0 % with two publishers, 72-82 flips with a gripper publisher. A
+        # starved CI machine can delay states past state_timeout now and then, and zeros are
+        # then right: once one "stale state" of ~0.3 s in 2.5 s gave 0.871 with 1 flip. The
+        # relay is this process: outputs while it kept up are judged on their own too)
+        assert v["nonzero_output_fraction"] >= 0.75 and v["ok_to_fault_flips"] <= 3, (mode, v)
+        assert v["nonzero_fraction_relay_fresh"] >= 0.9, (mode, v)
     assert r["escapes"]["default_arm"]["escapes_zeroed"] == 0, r["escapes"]
     goal = r["stale_goal"]
     assert goal["error_code"] == "INVALID_GOAL" and "stale" in goal["message"], goal
