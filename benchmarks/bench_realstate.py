@@ -12,7 +12,8 @@ process stands in for the cell's other parts over real topics:
   full stream plus a gripper-only publisher (a joint the model lacks) at 20 Hz, while a safe
   command streams: the share of non-zero outputs and the ok -> fault flips of the status, the
   fault reasons seen, and the relay's own longest pause (this process relays the states; the
-  share of non-zero outputs while its last relayed state was under 0.1 s old is given apart).
+  share of non-zero outputs while its last relayed state was younger than the filter's
+  ``state_timeout`` is given apart).
 - ``escapes``: near-contact configurations of the default arm (wall and floor) and the MBM
   Panda (cage), found by rejection sampling; the escape command (moves every pair inside its
   safety distance apart, found by SciPy's LP) must never come out as zero.
@@ -262,6 +263,16 @@ def _back_to_start(cell: _Cell, timeout: float = 4.0) -> None:
     time.sleep(0.3)
 
 
+def _filter_state_timeout() -> float:
+    """The filter's ``state_timeout`` (s) in the parameter file the nodes start with."""
+    import yaml
+
+    from robot_collision import data_path
+
+    params = yaml.safe_load(data_path("config", "robot_collision.yaml").read_text())
+    return float(params["velocity_filter"]["ros__parameters"]["state_timeout"])
+
+
 def _split(cell: _Cell, mode: str, seconds: float) -> dict[str, Any]:
     cell.lag = 0.0
     names = [f"joint{i}" for i in range(1, 8)]
@@ -289,18 +300,19 @@ def _split(cell: _Cell, mode: str, seconds: float) -> dict[str, Any]:
     cell.split = None
     cell.gripper_rate = 0.0
     # This process relays the states: on a starved machine its own relay can pause past the
-    # filter's state_timeout (0.1 s), and then zero outputs are the filter doing its job. The
-    # outputs while the relay kept up (its last relayed state < 0.1 s old) are reported apart.
+    # filter's state_timeout, and then zero outputs are the filter doing its job. The outputs
+    # while the relay kept up (its last relayed state younger than that) are reported apart.
+    timeout = _filter_state_timeout()
     relayed = list(cell.relayed)
     fresh = [nz for t, nz, _ in cell.outputs
-             if (k := bisect.bisect_right(relayed, t)) > 0 and t - relayed[k - 1] <= 0.1]
+             if (k := bisect.bisect_right(relayed, t)) > 0 and t - relayed[k - 1] <= timeout]
     gaps = np.diff(relayed) if len(relayed) > 1 else np.zeros(1)
     return {"nonzero_output_fraction": round(sum(outs) / max(len(outs), 1), 3),
             "outputs": len(outs), "ok_to_fault_flips": flips,
             "nonzero_fraction_relay_fresh": round(sum(fresh) / max(len(fresh), 1), 3),
             "outputs_relay_fresh": len(fresh),
             "relay_max_gap_s": round(float(gaps.max()), 3),
-            "relay_gaps_over_timeout": int((gaps > 0.1).sum()),
+            "relay_gaps_over_timeout": int((gaps > timeout).sum()),
             "faults": sorted({f.split(":")[0] for _, ok, f in cell.status if not ok})}
 
 
