@@ -193,10 +193,12 @@ def errors_logged(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.startswith(("[ERROR]", "[FATAL]")))
 
 
-def start_goal(executor: Any, client: Any, goal: Any) -> Any:
+def start_goal(executor: Any, client: Any, goal: Any,
+               accepted: Optional[list[float]] = None) -> Any:
     """Send ``goal`` with the ActionClient ``client`` without waiting: returns the executor task,
     whose result is ``(result message or None when rejected, time.monotonic() of the result's
-    arrival)``. Called from any thread while another thread spins ``executor``: the client's
+    arrival)``; ``accepted`` (if given) gets the time.monotonic() of the goal response's arrival
+    appended. Called from any thread while another thread spins ``executor``: the client's
     calls run as a task in the executor's thread, because rclpy's ActionClient (Jazzy wheels,
     Humble) files a request's sequence number only after sending it, and a spinning thread that
     takes the reply first drops it, so the future never completes (ros2/rclpy#1123; CI saw fast
@@ -204,6 +206,8 @@ def start_goal(executor: Any, client: Any, goal: Any) -> Any:
 
     async def run() -> Any:
         handle = await client.send_goal_async(goal)
+        if accepted is not None:
+            accepted.append(time.monotonic())
         if not handle.accepted:
             return None, time.monotonic()
         response = await handle.get_result_async()

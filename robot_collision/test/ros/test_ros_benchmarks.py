@@ -42,7 +42,8 @@ def test_fuzz_small() -> None:
     attempts = {kind: v["planner_attempts"] for kind, v in r["kinds"].items()
                 if (kind, "planner") in slow}
     assert not slow, (f"recovery after a burst above {RECOVERY_S} s: {slow}; planner goals "
-                      f"[s after the burst, code, message]: {attempts} (logs in {r['log_dir']})")
+                      f"[s after the burst: sent, accepted, answered; code, message]: "
+                      f"{attempts} (logs in {r['log_dir']})")
     assert r["goals"]["internal_error"] == 0, r["goals"]["codes"]
     assert not r["goals"]["unexpected"], r["goals"]["unexpected"]
     assert r["goals"]["recovery_s"] is not None
