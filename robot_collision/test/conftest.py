@@ -37,9 +37,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def _compiled_kernels() -> None:
     """Compile (cold cache, e.g. a fresh CI clone) or load every numba kernel once before any
     test: a compile inside a ROS test holds the GIL for seconds and starves the nodes' spin
-    threads, which timing-sensitive ROS tests then report as stale joint states."""
-    from robot_collision.tools.warmup import warm_up
+    threads, which timing-sensitive ROS tests then report as stale joint states. A cold cache
+    is first filled by one process per part (both cores)."""
+    from robot_collision.tools.warmup import cache_is_cold, warm_up, warm_up_in_processes
 
+    if cache_is_cold():
+        warm_up_in_processes()
     warm_up()
     # the ROS layer's kernel (the node also warms it up at start, but then inside a process
     # that may be running other nodes)

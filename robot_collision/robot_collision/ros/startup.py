@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -102,24 +101,10 @@ def precompile(parts: Sequence[str] = ()) -> float:
     return time.perf_counter() - t0
 
 
-def _compile_in_parallel() -> None:
-    """Compile the warm-up parts in one process each (2 cores: about half the time); a
-    failure is left to the caller's final in-process pass, which compiles what is missing."""
-    from ..tools.warmup import WARM_UP_PARTS
-
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "robot_collision.ros.startup", "--precompile", "--part", part])
-        for part in WARM_UP_PARTS
-    ]
-    for proc in procs:
-        proc.wait()
-
-
 def _precompile_installed(force: bool, parallel: bool = True) -> int:
     """The ``--precompile`` command: compile into this (installed) package's cache unless its
     stamp says the cache was made from the same sources."""
-    from ..tools.warmup import kernel_cache_stats
+    from ..tools.warmup import kernel_cache_stats, warm_up_in_processes
 
     root = _package_dir()
     stamp = root / STAMP_NAME
@@ -133,7 +118,7 @@ def _precompile_installed(force: bool, parallel: bool = True) -> int:
           "files); this takes a minute or two ...", flush=True)
     t0 = time.perf_counter()
     if parallel:
-        _compile_in_parallel()
+        warm_up_in_processes()
     # everything, in this process: loads what the parallel processes compiled, compiles what
     # is still missing (a failed part; an index entry lost to the two processes' writes)
     precompile()
@@ -200,13 +185,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="compile into the package's __pycache__ folders")
     ap.add_argument("--force", action="store_true", help="even if the stamp is up to date")
     ap.add_argument("--serial", action="store_true", help="one process instead of one per part")
-    ap.add_argument("--part", help=argparse.SUPPRESS)  # one part, no stamp (internal)
     args = ap.parse_args(argv)
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         print("robot_collision: NUMBA_DISABLE_JIT=1, nothing to compile")
-        return 0
-    if args.part:
-        precompile([args.part])
         return 0
     return _precompile_installed(args.force, parallel=not args.serial)
 
