@@ -3,6 +3,7 @@
 the core test suite (no ROS) there, and writes the README's compatibility table.
 
     python3 scripts/compat_matrix.py [ENV ...] [--work build/compat] [--readme] [--json FILE]
+                                     [--jobs N]
 
 ENV (default: humble-oldest jazzy, what CI runs; ``all`` = every one):
 
@@ -30,6 +31,9 @@ version into the venv only where a requirement demands it). Each environment the
 4. a second process that loads the kernels the tests compiled from numba's cache and runs the
    parallel batch check (numba <= 0.62.1 crashed there with a segmentation fault).
 
+``--jobs N`` runs N environments at once (CI: 2, one per core; each environment's tests are
+mostly one process, so two take little longer than one).
+
 Pythons: ``$(pyenv root)/versions/3.X.*/bin/python3.X``, else ``python3.X`` on PATH. Installs
 come from the pip cache / index as configured for pip. Exit status 1 if any environment failed.
 """
@@ -45,7 +49,9 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
 
@@ -346,6 +352,7 @@ def main() -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments")
     ap.add_argument("--ref", default="", help="test this commit (default: the work tree)")
+    ap.add_argument("--jobs", type=int, default=1, help="environments run at once (default 1)")
     ap.add_argument("--report", metavar="JSON",
                     help="only print what failed in an earlier run's --json results")
     args = ap.parse_args()
@@ -358,12 +365,22 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown environments {unknown}; choose from {sorted(ENVS)}")
     work = Path(args.work).resolve()
-    results = []
-    for n in names:
-        results.append(run_env(n, work, args.pytest_args.split(), args.ref))
-        if args.json:  # after each environment: a long run's finished rows are kept
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
+    done: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def one(n: str) -> None:
+        r = run_env(n, work, args.pytest_args.split(), args.ref)
+        with lock:
+            done[n] = r
+            if args.json:  # after each environment: a long run's finished rows are kept
+                Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.json).write_text(
+                    json.dumps([done[m] for m in names if m in done], indent=2),
+                    encoding="utf-8")
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        list(pool.map(one, names))
+    results = [done[n] for n in names]
     text = table(results)
     print(text)
     if args.readme:
