@@ -24,14 +24,19 @@ from __future__ import annotations
 import hashlib
 import os
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["STAMP_NAME", "drop_stale_kernel_caches", "ensure_fresh_kernel_caches",
-           "sources_digest"]
+__all__ = ["CACHE_SUFFIXES", "STAMP_NAME", "cached_kernel_files", "drop_stale_kernel_caches",
+           "ensure_fresh_kernel_caches", "jit_disabled", "sources_digest"]
 
 STAMP_NAME = "robot_collision-sources.sha256"
 """The stamp file kept next to the cached kernels of each package folder."""
+
+CACHE_SUFFIXES = (".nbi", ".nbc")
+"""numba's cache files: the index (``.nbi``, one per cached function) and the compiled code
+(``.nbc``)."""
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKED: list[bool] = []
@@ -49,6 +54,20 @@ def sources_digest(package_dir: Path = _PACKAGE_DIR) -> str:
         h.update(path.read_bytes())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def jit_disabled() -> bool:
+    """True under ``NUMBA_DISABLE_JIT`` (set to anything but 0): kernels run as Python, nothing
+    is compiled or cached."""
+    return os.environ.get("NUMBA_DISABLE_JIT", "") not in ("", "0")
+
+
+def cached_kernel_files(root: Path = _PACKAGE_DIR,
+                        suffixes: tuple[str, ...] = CACHE_SUFFIXES) -> Iterator[Path]:
+    """numba's cache files (``suffixes``) anywhere below ``root`` (the package's
+    ``__pycache__`` folders, or a ``NUMBA_CACHE_DIR``)."""
+    for suffix in suffixes:
+        yield from root.rglob(f"*{suffix}")
 
 
 def _cache_folder(py_file: Path) -> Optional[Path]:
@@ -88,7 +107,7 @@ def drop_stale_kernel_caches(package_dir: Path = _PACKAGE_DIR) -> list[Path]:
                 pass
             try:
                 for f in list(cache.iterdir()):
-                    if f.suffix in (".nbi", ".nbc"):
+                    if f.suffix in CACHE_SUFFIXES:
                         f.unlink(missing_ok=True)
                 tmp = cache / f"{STAMP_NAME}.{os.getpid()}"
                 tmp.write_text(digest + "\n", encoding="ascii")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 import threading
 import time
@@ -57,28 +56,27 @@ def _package_dir() -> Path:
 
 
 def sources_fingerprint(package_dir: Optional[Path] = None) -> str:
-    """Hash of every ``.py`` file of the package (path and contents), the Python version and
-    the numba and llvmlite versions: what the compiled kernels depend on."""
+    """Hash of the package's sources (:func:`robot_collision.kernel_cache.sources_digest`), the
+    Python version and the numba and llvmlite versions: what the compiled kernels depend on."""
     import llvmlite  # type: ignore[import-untyped]
     import numba
 
-    root = package_dir or _package_dir()
+    from ..kernel_cache import sources_digest
+
     h = hashlib.sha256()
-    h.update(f"{sys.version}|{numba.__version__}|{llvmlite.__version__}".encode())
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    h.update(f"{sys.version}|{numba.__version__}|{llvmlite.__version__}|".encode())
+    h.update(sources_digest(package_dir or _package_dir()).encode())
     return h.hexdigest()
 
 
 def drop_cached_kernels(package_dir: Optional[Path] = None) -> int:
     """Delete numba's cache files (``*.nbi``, ``*.nbc``) under the package; returns how many."""
-    root = package_dir or _package_dir()
+    from ..kernel_cache import cached_kernel_files
+
     count = 0
-    for pattern in ("*.nbi", "*.nbc"):
-        for path in root.rglob(f"__pycache__/{pattern}"):
-            path.unlink(missing_ok=True)
-            count += 1
+    for path in list(cached_kernel_files(package_dir or _package_dir())):
+        path.unlink(missing_ok=True)
+        count += 1
     return count
 
 
@@ -186,7 +184,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--force", action="store_true", help="even if the stamp is up to date")
     ap.add_argument("--serial", action="store_true", help="one process instead of one per part")
     args = ap.parse_args(argv)
-    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+    from ..kernel_cache import jit_disabled
+
+    if jit_disabled():
         print("robot_collision: NUMBA_DISABLE_JIT=1, nothing to compile")
         return 0
     return _precompile_installed(args.force, parallel=not args.serial)

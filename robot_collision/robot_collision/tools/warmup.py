@@ -244,19 +244,30 @@ def warm_up(parts: Sequence[str] = WARM_UP_PARTS) -> float:
 
 def cache_is_cold() -> bool:
     """True when numba's cache holds no kernel of this package yet (no ``*.nbi`` index in the
-    package's ``__pycache__`` folders, nor under ``NUMBA_CACHE_DIR`` when that is set)."""
+    package's ``__pycache__`` folders, nor under ``NUMBA_CACHE_DIR`` when that is set), and
+    kernels are compiled at all (not under ``NUMBA_DISABLE_JIT=1``)."""
+    from ..kernel_cache import cached_kernel_files, jit_disabled
+
+    if jit_disabled():
+        return False
     roots = [Path(__file__).resolve().parents[1]]
     if os.environ.get("NUMBA_CACHE_DIR"):
         roots.append(Path(os.environ["NUMBA_CACHE_DIR"]))
-    return not any(next(iter(root.rglob("*.nbi")), None) for root in roots if root.is_dir())
+    return not any(next(cached_kernel_files(root, (".nbi",)), None)
+                   for root in roots if root.is_dir())
 
 
 def warm_up_in_processes(parts: Sequence[str] = WARM_UP_PARTS) -> float:
     """Compile ``parts`` into numba's on-disk cache in one process each (``python -m
     robot_collision.tools.warmup --part P``, importing this same package), concurrently: on
     2 cores about half the time of :func:`warm_up` on a cold cache. Returns the time taken
-    (s). A part whose process fails is left to the caller's :func:`warm_up` (in its own
-    process; it compiles whatever is missing from the cache)."""
+    (s); 0 at once under ``NUMBA_DISABLE_JIT=1`` (nothing to compile). A part whose process
+    fails is left to the caller's :func:`warm_up` (in its own process; it compiles whatever
+    is missing from the cache)."""
+    from ..kernel_cache import jit_disabled
+
+    if jit_disabled():
+        return 0.0
     package_parent = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
