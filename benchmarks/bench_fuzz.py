@@ -33,6 +33,7 @@ worst recovery), ``filter_outputs`` (``checked``, ``non_finite``, ``over_limit``
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import struct
 import sys
@@ -366,9 +367,12 @@ def _fuzz(per_kind: int, huge_count: int, goal_count: int, settle: float) -> dic
                 return None
             return probe
 
-        # the planner's probe: [(task, sent, goal response arrivals)]; the goals' log
+        # the planner's probe: [(task, sent, goal response arrivals)]; the goals' log; the
+        # goals sent so far (clients rotate across measurements too: a client whose request was
+        # lost in one burst is not the first one used after the next)
         goals_out: list[tuple[Any, float, list[float]]] = []
         attempts: list[list[Any]] = []  # [s after the burst: sent, accepted, result; code, why]
+        goals_sent = itertools.count()
 
         def planner_goal() -> None:
             goal = PlanMotion.Goal()
@@ -376,16 +380,13 @@ def _fuzz(per_kind: int, huge_count: int, goal_count: int, settle: float) -> dic
             goal.goal_positions = [0.2, 0.3, 0.0, -0.3, 0.0, 0.5, 0.0]
             goal.time_limit = 5.0
             accepted: list[float] = []
-            client = goal_clients[len(goals_out) % GOAL_CLIENTS]
+            client = goal_clients[next(goals_sent) % GOAL_CLIENTS]
             goals_out.append((start_goal(goal_executor, client, goal, accepted),
                               time.monotonic(), accepted))
 
-        def planner_recovered(t_end: float) -> Optional[float]:
+        def planner_planned(t_end: float) -> Optional[float]:
             """The first valid goal planned after the burst: arrival of its result less its
-            planning time. Another goal follows when the newest failed, was not accepted within
-            GOAL_RESEND_S or has no result 1 s after its acceptance (the planner preempts the
-            older one): a request or reply lost in transport is not charged to the node as the
-            3 s until Fast DDS resends it."""
+            planning time (None while there is none)."""
             best: Optional[float] = None
             for task, _, _ in goals_out:
                 if not task.done():
@@ -394,10 +395,21 @@ def _fuzz(per_kind: int, huge_count: int, goal_count: int, settle: float) -> dic
                 if res is not None and res.error_code == 0:
                     rec = max(0.0, arrival - t_end - float(res.planning_time))
                     best = rec if best is None else min(best, rec)
+            return best
+
+        def newest_goal_lost() -> bool:
+            """The newest goal failed, was not accepted within GOAL_RESEND_S or has no result
+            1 s after its acceptance: another goal follows (the planner preempts the older one),
+            so a request or reply lost in transport is not charged to the node as the 3 s until
+            Fast DDS resends it."""
             task, sent, accepted = goals_out[-1]
             now = time.monotonic()
-            if best is None and (task.done() or (now - sent >= GOAL_RESEND_S and not accepted)
-                                 or (accepted and now - accepted[0] >= 1.0)):
+            return (task.done() or (now - sent >= GOAL_RESEND_S and not accepted)
+                    or bool(accepted and now - accepted[0] >= 1.0))
+
+        def planner_recovered(t_end: float) -> Optional[float]:
+            best = planner_planned(t_end)
+            if best is None and newest_goal_lost():
                 planner_goal()
             return best
 
