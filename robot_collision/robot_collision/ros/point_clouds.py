@@ -100,6 +100,7 @@ __all__ = [
     "CLOUD_PARAMETERS",
     "CloudSubscriptions",
     "pointcloud2_to_grid",
+    "pointcloud2_to_valid_grid",
     "CloudError",
     "CloudSettings",
     "JointHistory",
@@ -504,6 +505,16 @@ def pointcloud2_to_grid(
     which are (1, n, 3)). Decimated before any conversion: a 1 M-point cloud costs the pixels
     kept. Same checks and errors as :func:`pointcloud2_to_points`; a cloud declaring
     ``is_dense`` with non-finite points is rejected."""
+    G, k, _, _ = pointcloud2_to_valid_grid(msg, max_points, max_pixels)
+    return G, k
+
+
+def pointcloud2_to_valid_grid(
+    msg: Any, max_points: int = 2_000_000, max_pixels: int = 0
+) -> tuple[NDArray[np.float64], int, NDArray[np.bool_], int]:
+    """``(G, k, valid, count)``: :func:`pointcloud2_to_grid` with its valid-pixel mask
+    ``valid`` (h, w) (x, y, z all finite) and their number, computed once for both the
+    ``is_dense`` check and the caller."""
     width, height = int(msg.width), int(msg.height)
     n = width * height
     if n > max_points:
@@ -528,7 +539,7 @@ def pointcloud2_to_grid(
                              f"step {step}")
         dtypes.append((int(f.offset), f"{endian}f{size}"))
     if n == 0:
-        return np.zeros((1, 0, 3)), 1
+        return np.zeros((1, 0, 3)), 1, np.zeros((1, 0), np.bool_), 0
     if row < width * step:
         raise CloudError(f"cloud row_step {row} is shorter than width x point_step "
                          f"({width} x {step})")
@@ -557,14 +568,15 @@ def pointcloud2_to_grid(
         for col, (off, dt) in enumerate(dtypes):
             size = int(dt[-1])
             G[:, :, col] = np.ascontiguousarray(raw[:, :, off : off + size]).view(dt)[..., 0]
-    if msg.is_dense and height * width:
-        bad = G.shape[0] * G.shape[1] - int(_finite_points(G, np.empty(G.shape[:2], np.bool_)))
-        if bad:
-            raise CloudError(f"cloud declares is_dense but {bad} of its points have NaN/inf "
-                             "coordinates")
+    valid = np.empty(G.shape[:2], np.bool_)
+    count = int(_finite_points(G, valid))
+    if msg.is_dense and count < G.shape[0] * G.shape[1]:
+        raise CloudError(f"cloud declares is_dense but {G.shape[0] * G.shape[1] - count} of its "
+                         "points have NaN/inf coordinates")
     if height <= 1:
         G = G.reshape(1, -1, 3)
-    return G, k
+        valid = valid.reshape(1, -1)
+    return G, k, valid, count
 
 
 def pointcloud2_view(raw: bytes | memoryview, limits: MessageLimits) -> Any:
@@ -844,9 +856,7 @@ class SensedClouds:
                 f"cloud_max_future {s.cloud_max_future:g} s): the stamp is wrong, the cloud "
                 "cannot be aged; fix the sensor's clock")
         T = self._pose(topic, str(msg.header.frame_id), stamp)
-        G, _ = pointcloud2_to_grid(msg, s.cloud_max_points, s.cloud_max_pixels)
-        valid: NDArray[np.bool_] = np.empty(G.shape[:2], np.bool_)
-        raw = int(_finite_points(G, valid))
+        G, _, valid, raw = pointcloud2_to_valid_grid(msg, s.cloud_max_points, s.cloud_max_pixels)
         if raw < max(1, s.cloud_min_points):
             raise self._fault(
                 topic, f"cloud has {raw} valid points of {int(msg.width) * int(msg.height)} "

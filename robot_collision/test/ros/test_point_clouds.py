@@ -84,14 +84,17 @@ def test_pointcloud2_to_grid_decimates_every_layout(dtype: str, step_pad: int, h
                                                     width: int, max_pixels: int) -> None:
     """Against the points the message was built from (``_msg``, padding in every point and
     row): every k-th row and column, NaN pixels kept as NaN, whichever path reads the layout
-    (float32 little-endian 4-aligned: the compiled gather; the others: numpy)."""
-    from robot_collision.ros.point_clouds import pointcloud2_to_grid
+    (float32 little-endian 4-aligned: the compiled gather; the others: numpy); the valid-pixel
+    mask and count against numpy's ``isfinite`` of those points."""
+    from robot_collision.ros.point_clouds import pointcloud2_to_grid, pointcloud2_to_valid_grid
 
     rng = np.random.default_rng(height * 100 + width)
     P = rng.uniform(-3, 3, (height * width, 3)).astype(dtype[1:]).astype(float)
     P[rng.random(len(P)) < 0.2] = np.nan
-    G, k = pointcloud2_to_grid(_msg(P, dtype, step_pad=step_pad, height=height, dense=False),
-                               max_pixels=max_pixels)
+    P[rng.random(len(P)) < 0.1, rng.integers(0, 3)] = np.inf  # one coordinate only
+    msg = _msg(P, dtype, step_pad=step_pad, height=height, dense=False)
+    G, k, valid, count = pointcloud2_to_valid_grid(msg, max_pixels=max_pixels)
+    np.testing.assert_array_equal(pointcloud2_to_grid(msg, max_pixels=max_pixels)[0], G)
     want = P.reshape(height, width, 3)[::k, ::k]
     if height > 1 and max_pixels:
         assert want.shape[0] * want.shape[1] <= max_pixels and (k == 1 or (
@@ -99,6 +102,9 @@ def test_pointcloud2_to_grid_decimates_every_layout(dtype: str, step_pad: int, h
     else:
         assert k == 1
     np.testing.assert_array_equal(G, want.reshape(G.shape))
+    finite = np.isfinite(want).all(axis=-1).reshape(G.shape[:2])
+    np.testing.assert_array_equal(valid, finite)
+    assert count == int(finite.sum())
 
 
 def test_pointcloud2_rejections() -> None:
