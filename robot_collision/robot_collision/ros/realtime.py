@@ -46,7 +46,12 @@ class ThreadPriority:
         self._logger = logger
         self._what = what
         self._applied: dict[int, int] = {}  # native thread id -> priority asked last
-        self.refused = ""  # the last refusal's reason ("" while none)
+        self._refused: dict[int, str] = {}  # native thread id -> why it was refused
+
+    @property
+    def refused(self) -> str:
+        """Why threads are not at the priority last asked of them ("" when every one is)."""
+        return "; ".join(list(self._refused.values()))
 
     def ensure(self, priority: int, thread_name: str = "") -> None:
         tid = threading.get_native_id()
@@ -56,16 +61,19 @@ class ThreadPriority:
         name = thread_name or threading.current_thread().name
         err = set_thread_priority(priority)
         if err:
-            self.refused = err
+            self._refused[tid] = err
             self._logger.warning(
                 f"realtime_priority {priority} not applied to {self._what}'s {name} thread "
                 f"({err}): it runs at normal priority. Allow real-time priorities for this "
                 "user ('rtprio' in /etc/security/limits.conf, or CAP_SYS_NICE), or set "
                 "realtime_priority 0")
-        elif priority > 0:
-            self._logger.info(f"{self._what}'s {name} thread at SCHED_FIFO priority {priority}")
         else:
-            self._logger.info(f"{self._what}'s {name} thread back at normal priority")
+            self._refused.pop(tid, None)
+            if priority > 0:
+                self._logger.info(
+                    f"{self._what}'s {name} thread at SCHED_FIFO priority {priority}")
+            else:
+                self._logger.info(f"{self._what}'s {name} thread back at normal priority")
 
     def applied(self) -> dict[int, int]:
         """``{native thread id: priority}`` as asked of each thread (refused ones included)."""

@@ -80,21 +80,23 @@ def test_thread_priority_applies_on_change_and_logs_once() -> None:
     log = _Log()
     prio = ThreadPriority(log, "node")
 
-    def run() -> tuple[int, int]:
+    def run() -> tuple[tuple[int, int], str]:
         for _ in range(5):
             prio.ensure(20, "tick")
         policy = _policy()
+        refused = prio.refused
         prio.ensure(0, "tick")
-        return policy
+        return policy, refused
 
-    policy = _in_thread(run)
+    policy, refused = _in_thread(run)
     assert len(log.lines) == 2, log.lines
     if ALLOWED:
-        assert policy == (os.SCHED_FIFO, 20) and not prio.refused
+        assert policy == (os.SCHED_FIFO, 20) and not refused
         assert log.lines[0] == ("info", "node's tick thread at SCHED_FIFO priority 20")
     else:
-        assert policy[0] == os.SCHED_OTHER and prio.refused
+        assert policy[0] == os.SCHED_OTHER and refused
         assert log.lines[0][0] == "warning" and "rtprio" in log.lines[0][1]
+    assert not prio.refused  # normal priority, asked last, is what the thread has
 
 
 @pytest.mark.parametrize("value", [-1, 100, 2.5, True, "50"])
