@@ -195,6 +195,12 @@ class Mesh(Shape):
     limits: Optional[LoadLimits] = field(default=None, repr=False, compare=False)
     hull: NDArray[np.float64] = field(init=False, repr=False)
     support: NDArray[np.float64] = field(init=False, repr=False)
+    # derived from the hull once (a world's scene is packed again on every update: a 20 k-vertex
+    # hull's bounding box and sphere took 3.4 ms per packing, holding the interpreter's lock)
+    _box: tuple[NDArray[np.float64], NDArray[np.float64]] = field(
+        init=False, repr=False, compare=False)
+    _params: NDArray[np.float64] = field(init=False, repr=False, compare=False)
+    _radius: float = field(init=False, repr=False, compare=False)
     kind = MESH
 
     def __post_init__(self) -> None:
@@ -219,14 +225,18 @@ class Mesh(Shape):
         hull, neighbours = convex_hull(pts, label)
         object.__setattr__(self, "hull", hull)
         object.__setattr__(self, "support", support_block(hull, neighbours))
+        lo, hi = hull.min(axis=0), hull.max(axis=0)
+        c = 0.5 * (lo + hi)
+        object.__setattr__(self, "_box", (c, 0.5 * (hi - lo)))
+        r = float(np.max(np.linalg.norm(hull - c, axis=1)))
+        object.__setattr__(self, "_params", np.array([c[0], c[1], c[2], r]))
+        object.__setattr__(self, "_radius", float(np.max(np.linalg.norm(hull, axis=1))))
 
     def params(self) -> NDArray[np.float64]:
         """``[cx, cy, cz, r]``: centre of the hull's bounding box (local frame) and the radius
         of a sphere about it that encloses the hull (the kernels start GJK from the centre and
         cull with the sphere; a mesh's origin is often far from its geometry)."""
-        c = self.local_box()[0]
-        r = float(np.max(np.linalg.norm(self.hull - c, axis=1)))
-        return np.array([c[0], c[1], c[2], r])
+        return self._params.copy()
 
     def vertices(self) -> NDArray[np.float64]:
         return self.hull
@@ -235,11 +245,10 @@ class Mesh(Shape):
         return self.support
 
     def bounding_radius(self) -> float:
-        return float(np.max(np.linalg.norm(self.hull, axis=1)))
+        return self._radius
 
     def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        lo, hi = self.hull.min(axis=0), self.hull.max(axis=0)
-        return 0.5 * (lo + hi), 0.5 * (hi - lo)
+        return self._box[0].copy(), self._box[1].copy()
 
 
 @dataclass(frozen=True, eq=False)

@@ -62,3 +62,27 @@ def test_box_local_box_is_exact() -> None:
     centre, half = Box(0.2, 0.5, 0.1).local_box()
     np.testing.assert_array_equal(centre, 0.0)
     np.testing.assert_allclose(half, [0.1, 0.25, 0.05])
+
+
+def test_mesh_bounds_against_its_source_points() -> None:
+    """A mesh's box, enclosing sphere and bounding radius (derived once, at construction)
+    against numpy on the points it was made from: the hull's extremes are source points, and
+    interior points change nothing. Callers that modify the returned arrays change nothing."""
+    rng = np.random.default_rng(5)
+    outer = _unit(rng, 300) * rng.uniform(0.05, 0.4, 3) + [0.3, -0.2, 0.7]
+    inner = 0.5 * (outer - outer.mean(axis=0)) + outer.mean(axis=0)
+    mesh = Mesh(np.vstack([outer, inner]))
+    lo, hi = outer.min(axis=0), outer.max(axis=0)
+    for _ in range(2):
+        centre, half = mesh.local_box()
+        np.testing.assert_allclose(centre, 0.5 * (lo + hi), atol=1e-12)
+        np.testing.assert_allclose(half, 0.5 * (hi - lo), atol=1e-12)
+        p = mesh.params()
+        np.testing.assert_allclose(p[:3], 0.5 * (lo + hi), atol=1e-12)
+        assert p[3] == pytest.approx(np.linalg.norm(outer - 0.5 * (lo + hi), axis=1).max(),
+                                     abs=1e-12)
+        assert mesh.bounding_radius() == pytest.approx(np.linalg.norm(outer, axis=1).max(),
+                                                       abs=1e-12)
+        centre += 1.0
+        half *= 0.0
+        p[:] = 0.0
