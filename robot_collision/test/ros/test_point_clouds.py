@@ -32,6 +32,7 @@ from robot_collision.ros.point_clouds import (  # noqa: E402
     CloudSettings,
     SensedClouds,
     pointcloud2_to_points,
+    pointcloud2_to_valid_grid,
     points_to_pointcloud2,
     validate_cloud_parameter,
 )
@@ -113,6 +114,10 @@ def test_pointcloud2_rejections() -> None:
     assert len(pointcloud2_to_points(_msg(P, dense=False))) == 3  # organised gaps dropped
     with pytest.raises(CloudError, match="is_dense"):
         pointcloud2_to_points(_msg(P, dense=True))
+    with pytest.raises(CloudError, match="is_dense but 1 of its points"):  # the nodes' path
+        pointcloud2_to_valid_grid(_msg(P, dense=True))
+    G, _, valid, count = pointcloud2_to_valid_grid(_msg(P, dense=False))
+    assert count == 3 and valid.tolist() == [[True, False, True, True]] and G.shape == (1, 4, 3)
     with pytest.raises(CloudError, match="cloud_max_points"):
         pointcloud2_to_points(_msg(np.zeros((4, 3))), max_points=3)
     m = _msg(np.zeros((4, 3)))
