@@ -72,7 +72,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional, cast
+from typing import Any, NamedTuple, Optional, cast
 
 import numpy as np
 from numba import njit
@@ -421,16 +421,33 @@ def rigid_transform(P: NDArray[np.float64], T: NDArray[np.float64]) -> NDArray[n
     return out
 
 
-def pointcloud2_to_points(
-    msg: Any, max_points: int = 2_000_000, transform: Optional[NDArray[np.float64]] = None
-) -> NDArray[np.float64]:
-    """``(N, 3)`` float64 x, y, z of a ``sensor_msgs/PointCloud2`` (frame of the message, or
-    mapped by the rigid ``transform`` (4, 4) when given).
+class _CloudLayout(NamedTuple):
+    """The checked layout of a ``sensor_msgs/PointCloud2``: its size, steps (bytes), the byte
+    offset and numpy dtype of x, y, z, and its data as a byte buffer of at least
+    ``row * height`` bytes (``None`` for a cloud without points)."""
 
-    Raises :class:`CloudError` for a cloud that is too large, lacks FLOAT32/FLOAT64 ``x``,
-    ``y``, ``z`` fields, declares fields outside its point step or data shorter than
-    ``row_step * height``, or (``is_dense`` true) holds non-finite points; non-finite points of
-    a cloud that declares ``is_dense`` false are dropped."""
+    width: int
+    height: int
+    step: int
+    row: int
+    dtypes: list[tuple[int, str]]
+    buf: Any
+
+    def f32_words(self) -> Optional[tuple[int, int, int]]:
+        """The x, y, z offsets in float32 words when the data can be read as native float32
+        words (little-endian FLOAT32 fields, 4-byte aligned, on a little-endian machine: what
+        cameras send), else ``None``."""
+        if (sys.byteorder != "little" or self.step % 4 or self.row % 4
+                or any(dt != "<f4" or off % 4 for off, dt in self.dtypes)):
+            return None
+        x, y, z = (off // 4 for off, _ in self.dtypes)
+        return x, y, z
+
+
+def _cloud_layout(msg: Any, max_points: int) -> _CloudLayout:
+    """Checks a ``PointCloud2``'s size, x/y/z fields, steps and data length (raises
+    :class:`CloudError` saying which is wrong); the checks :func:`pointcloud2_to_points` and
+    :func:`pointcloud2_to_valid_grid` share."""
     width, height = int(msg.width), int(msg.height)
     n = width * height
     if n > max_points:
@@ -453,28 +470,50 @@ def pointcloud2_to_points(
         if f.offset < 0 or f.offset + size > step:
             raise CloudError(f"cloud field {a!r} at offset {f.offset} does not fit the point "
                              f"step {step}")
-        dtypes.append((f.offset, f"{endian}f{size}"))
+        dtypes.append((int(f.offset), f"{endian}f{size}"))
     if n == 0:
-        return np.zeros((0, 3))
+        return _CloudLayout(width, height, step, row, dtypes, None)
     if row < width * step:
         raise CloudError(f"cloud row_step {row} is shorter than width x point_step "
                          f"({width} x {step})")
     data = msg.data
-    buf = data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data)
+    if isinstance(data, (bytes, bytearray)):
+        buf: Any = data
+    else:
+        try:  # rclpy's array.array('B'), a memoryview: read in place, not copied
+            buf = memoryview(data).cast("B")
+        except TypeError:  # a list of ints
+            buf = bytes(data)
     if len(buf) < row * height:
         raise CloudError(f"cloud data has {len(buf)} bytes, fewer than row_step x height "
                          f"({row} x {height})")
+    return _CloudLayout(width, height, step, row, dtypes, buf)
+
+
+def pointcloud2_to_points(
+    msg: Any, max_points: int = 2_000_000, transform: Optional[NDArray[np.float64]] = None
+) -> NDArray[np.float64]:
+    """``(N, 3)`` float64 x, y, z of a ``sensor_msgs/PointCloud2`` (frame of the message, or
+    mapped by the rigid ``transform`` (4, 4) when given).
+
+    Raises :class:`CloudError` for a cloud that is too large, lacks FLOAT32/FLOAT64 ``x``,
+    ``y``, ``z`` fields, declares fields outside its point step or data shorter than
+    ``row_step * height``, or (``is_dense`` true) holds non-finite points; non-finite points of
+    a cloud that declares ``is_dense`` false are dropped."""
+    lay = _cloud_layout(msg, max_points)
+    if lay.buf is None:
+        return np.zeros((0, 3))
+    width, height, step, row, n = lay.width, lay.height, lay.step, lay.row, lay.width * lay.height
+    buf, dtypes = lay.buf, lay.dtypes
     T = np.eye(4) if transform is None else np.ascontiguousarray(transform, dtype=np.float64)
-    offs = [off for off, _ in dtypes]
-    if (all(dt == "<f4" for _, dt in dtypes) and step % 4 == 0 and row % 4 == 0
-            and all(o % 4 == 0 for o in offs)):
-        # the common layout (little-endian float32, 4-byte aligned): one compiled pass that
-        # decodes, checks and transforms without copying the fields
-        W = np.frombuffer(buf, dtype="<f4", count=row * height // 4).reshape(height, row // 4)
+    words = lay.f32_words()
+    if words is not None:
+        # the common layout: one compiled pass that decodes, checks and transforms without
+        # copying the fields
+        W = np.frombuffer(buf, dtype=np.float32, count=row * height // 4).reshape(height, -1)
         W = W[:, : width * step // 4].reshape(n, step // 4)
         out = np.empty((n, 3))
-        k, bad = _decode_f32(W, offs[0] // 4, offs[1] // 4, offs[2] // 4, T,
-                             not msg.is_dense, out)
+        k, bad = _decode_f32(W, words[0], words[1], words[2], T, not msg.is_dense, out)
         if bad and msg.is_dense:
             raise CloudError(f"cloud declares is_dense but {bad} of its points have NaN/inf "
                              "coordinates")
@@ -515,41 +554,11 @@ def pointcloud2_to_valid_grid(
     """``(G, k, valid, count)``: :func:`pointcloud2_to_grid` with its valid-pixel mask
     ``valid`` (h, w) (x, y, z all finite) and their number, computed once for both the
     ``is_dense`` check and the caller."""
-    width, height = int(msg.width), int(msg.height)
-    n = width * height
-    if n > max_points:
-        raise CloudError(f"cloud has {n} points ({width} x {height}), more than "
-                         f"cloud_max_points {max_points}")
-    step, row = int(msg.point_step), int(msg.row_step)
-    fields = {f.name: f for f in msg.fields}
-    missing = [a for a in "xyz" if a not in fields]
-    if missing:
-        raise CloudError(f"cloud has no {', '.join(missing)} field(s) (fields: "
-                         f"{sorted(fields)}); expected x, y, z of type FLOAT32 or FLOAT64")
-    endian = ">" if msg.is_bigendian else "<"
-    dtypes = []
-    for a in "xyz":
-        f = fields[a]
-        if f.datatype not in (_FLOAT32, _FLOAT64) or int(getattr(f, "count", 1) or 1) != 1:
-            raise CloudError(f"cloud field {a!r} has datatype {f.datatype} x {f.count}; "
-                             "expected one FLOAT32 (7) or FLOAT64 (8)")
-        size = 4 if f.datatype == _FLOAT32 else 8
-        if f.offset < 0 or f.offset + size > step:
-            raise CloudError(f"cloud field {a!r} at offset {f.offset} does not fit the point "
-                             f"step {step}")
-        dtypes.append((int(f.offset), f"{endian}f{size}"))
-    if n == 0:
+    lay = _cloud_layout(msg, max_points)
+    if lay.buf is None:
         return np.zeros((1, 0, 3)), 1, np.zeros((1, 0), np.bool_), 0
-    if row < width * step:
-        raise CloudError(f"cloud row_step {row} is shorter than width x point_step "
-                         f"({width} x {step})")
-    data = msg.data
-    buf = data if isinstance(data, (bytes, bytearray, memoryview)) else memoryview(data)
-    if isinstance(buf, memoryview):
-        buf = buf.cast("B")
-    if len(buf) < row * height:
-        raise CloudError(f"cloud data has {len(buf)} bytes, fewer than row_step x height "
-                         f"({row} x {height})")
+    width, height, step, row, n = lay.width, lay.height, lay.step, lay.row, lay.width * lay.height
+    buf, dtypes = lay.buf, lay.dtypes
     k = 1
     if height > 1 and max_pixels > 0 and n > max_pixels:
         k = math.ceil(math.sqrt(n / max_pixels))
@@ -557,11 +566,11 @@ def pointcloud2_to_valid_grid(
             k += 1
     h, w = (height + k - 1) // k, (width + k - 1) // k
     G = np.empty((h, w, 3))
-    if (all(dt == "<f4" for _, dt in dtypes) and sys.byteorder == "little"
-            and step % 4 == 0 and row % 4 == 0 and all(off % 4 == 0 for off, _ in dtypes)):
+    words = lay.f32_words()
+    if words is not None:
         # the usual camera layout: one compiled gather (see _gather_f32)
         F = np.frombuffer(buf, dtype=np.float32, count=row * height // 4).reshape(height, -1)
-        _gather_f32(F, k, step // 4, np.array([off // 4 for off, _ in dtypes], np.int64), G)
+        _gather_f32(F, k, step // 4, np.array(words, np.int64), G)
     else:
         raw = np.frombuffer(buf, dtype=np.uint8, count=row * height).reshape(height, row)
         raw = raw[::k, : width * step].reshape(-1, width, step)[:, ::k]
