@@ -582,7 +582,7 @@ def _motion_bound_property(robot: RobotModel, seed: int, scale: float) -> None:
         for l in range(L):
             if rs.bound_radius[l] >= 0.0:
                 local = rs.bound_center[l] + rs.bound_radius[l] * dirs  # (27, 3), link frame
-                pts[l] = np.einsum("mij,pj->mpi", T[:, l, :3, :3], local) + T[:, l, None, :3, 3]
+                pts[l] = local @ T[:, l, :3, :3].transpose(0, 2, 1) + T[:, l, None, :3, 3]
                 speed = np.linalg.norm(np.diff(pts[l], axis=0), axis=2).max() * (m - 1)
                 assert speed <= Mp[l] * (1 + 1e-9) + 1e-9, (l, speed, Mp[l])
         for k, (pa, pb) in enumerate(zip(pr.self_a, pr.self_b)):
@@ -594,7 +594,7 @@ def _motion_bound_property(robot: RobotModel, seed: int, scale: float) -> None:
             R, t = T[:, x, :3, :3], T[:, x, :3, 3]
             rel = 0.0
             for q in (pa, pb):  # the links' points in the common ancestor's frame
-                X = np.einsum("mji,mpj->mpi", R, pts[q] - t[:, None, :])
+                X = (pts[q] - t[:, None, :]) @ R  # (R^T of each point; matmul: einsum took 80 %)
                 rel = rel + np.linalg.norm(np.diff(X, axis=0), axis=2).max(axis=1)
             speed = float(np.max(rel)) * (m - 1)
             assert speed <= Mp[L + k] * (1 + 1e-9) + 1e-9, (pa, pb, speed, Mp[L + k])
