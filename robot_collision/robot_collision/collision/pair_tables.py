@@ -35,11 +35,11 @@ import hashlib
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numpy.typing import NDArray
 
 from ..geometry.distance import shape_distance
-from ..model.kinematics import FIXED, REVOLUTE, KinematicArrays, forward_kinematics_batch
+from ..model.kinematics import FIXED, REVOLUTE, KinematicArrays
 from .scene import RobotArrays
 
 __all__ = ["TABLE_CELLS", "TABLE_TOL", "PairTables", "pair_tables", "no_pair_tables"]
@@ -85,27 +85,62 @@ def _chain(kin: KinematicArrays, a: int, b: int) -> tuple[int, int, list[int]] |
 _CACHE: dict[str, tuple[NDArray[np.float64], float]] = {}
 
 
-@njit(cache=True)
+_GRID_CHUNKS = 64
+
+
+@njit(cache=True, parallel=True)
 def _grid_distances(Trel, lo_shapes, hi_shapes, kind, params, local, vstart, vcount, verts):  # type: ignore[no-untyped-def]
     """(G,) smallest signed distance between the ancestor's shapes (its frame) and the
-    descendant's posed by ``Trel[g]`` (G, 4, 4) in that frame."""
+    descendant's posed by ``Trel[g]`` (G, 4, 4) in that frame (cells in parallel chunks)."""
     G = Trel.shape[0]
     out = np.empty(G)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    n = np.empty(3)
-    for g in range(G):
-        best = np.inf
-        for s in lo_shapes:
-            for t in hi_shapes:
-                Tb = Trel[g] @ local[t]
-                d = shape_distance(kind[s], params[s], local[s],
-                                   verts[vstart[s]:vstart[s] + vcount[s]], kind[t], params[t],
-                                   Tb, verts[vstart[t]:vstart[t] + vcount[t]], wa, wb, n)
-                if d < best:
-                    best = d
-        out[g] = best
+    for c in prange(_GRID_CHUNKS):
+        wa = np.empty(3)
+        wb = np.empty(3)
+        n = np.empty(3)
+        for g in range(c * G // _GRID_CHUNKS, (c + 1) * G // _GRID_CHUNKS):
+            best = np.inf
+            for s in lo_shapes:
+                for t in hi_shapes:
+                    Tb = Trel[g] @ local[t]
+                    d = shape_distance(kind[s], params[s], local[s],
+                                       verts[vstart[s]:vstart[s] + vcount[s]], kind[t],
+                                       params[t], Tb, verts[vstart[t]:vstart[t] + vcount[t]],
+                                       wa, wb, n)
+                    if d < best:
+                        best = d
+            out[g] = best
     return out
+
+
+def _rotations(u: NDArray[np.float64], theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(N, 4, 4) rotations by ``theta`` (N,) rad about the unit axis ``u`` (Rodrigues)."""
+    Kx = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+    s, c = np.sin(theta)[:, None, None], np.cos(theta)[:, None, None]
+    out = np.zeros((len(theta), 4, 4))
+    out[:, :3, :3] = c * np.eye(3) + s * Kx + (1.0 - c) * np.outer(u, u)
+    out[:, 3, 3] = 1.0
+    return out
+
+
+def _segments(
+    kin: KinematicArrays, lo: int, hi: int, moving: list[int]
+) -> list[NDArray[np.float64]]:
+    """The fixed transforms between the moving joints of the chain ``lo`` -> ``hi``:
+    ``T_lo^-1 T_hi = S0 R(θ1) S1 [R(θ2) S2]`` (each ``Sk`` (4, 4) the product of the joint
+    origins in between; ``R`` the moving joints' rotations)."""
+    parent = np.asarray(kin.parent)
+    path: list[int] = []
+    x = hi
+    while x != lo:
+        path.append(x)
+        x = int(parent[x])
+    segs = [np.eye(4)]
+    for x in reversed(path):
+        segs[-1] = segs[-1] @ np.asarray(kin.origin[x])
+        if x in moving:
+            segs.append(np.eye(4))
+    return segs
 
 
 def pair_tables(kin: KinematicArrays, rs: RobotArrays, self_a: NDArray[np.int64],
@@ -117,7 +152,6 @@ def pair_tables(kin: KinematicArrays, rs: RobotArrays, self_a: NDArray[np.int64]
     chunks: list[NDArray[np.float64]] = []
     off = 0
     qidx = np.asarray(kin.qidx)
-    n = int(qidx.max()) + 1 if len(qidx) and qidx.max() >= 0 else 0
     ls = np.asarray(rs.link_start)
     for k in range(K):
         ch = _chain(kin, int(self_a[k]), int(self_b[k]))
@@ -138,15 +172,16 @@ def pair_tables(kin: KinematicArrays, rs: RobotArrays, self_a: NDArray[np.int64]
             continue
         N1 = cells
         N2 = cells if len(moving) == 2 else 1
-        centres = -np.pi + (np.arange(cells) + 0.5) * (2 * np.pi / cells)
-        th1 = np.repeat(centres, N2)
-        th2 = np.tile(centres, N1) if N2 > 1 else np.zeros(N1)
-        Q = np.zeros((N1 * N2, n))
-        for c, th in zip(moving, (th1, th2)):
-            Q[:, qidx[c]] = (th - kin.offset[c]) / kin.scale[c]
-        T = forward_kinematics_batch(Q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx,
-                                     kin.scale, kin.offset)
-        Trel = np.ascontiguousarray(np.linalg.inv(T[:, lo]) @ T[:, hi])
+        centres = np.linspace(-np.pi, np.pi, cells, endpoint=False) + np.pi / cells
+        # T_lo^-1 T_hi at every cell centre from the chain alone (no whole-robot FK: a
+        # TIAGo's 91 tables took 5.6 s of FK and inverses)
+        segs = _segments(kin, lo, hi, moving)
+        A = segs[0] @ _rotations(np.asarray(kin.axis[moving[0]], float), centres) @ segs[1]
+        if N2 > 1:
+            B = _rotations(np.asarray(kin.axis[moving[1]], float), centres) @ segs[2]
+            Trel = np.ascontiguousarray((A[:, None] @ B[None, :]).reshape(N1 * N2, 4, 4))
+        else:
+            Trel = np.ascontiguousarray(A)
         key = hashlib.sha1(b"".join(np.ascontiguousarray(x).tobytes() for x in (
             Trel[:: max(1, len(Trel) // 64)], rs.kind[lo_sh], rs.kind[hi_sh], rs.params[lo_sh],
             rs.params[hi_sh], rs.local[lo_sh], rs.local[hi_sh], np.int64(len(Trel)),
@@ -154,13 +189,10 @@ def pair_tables(kin: KinematicArrays, rs: RobotArrays, self_a: NDArray[np.int64]
         ))).hexdigest()
         # ρ: distance of the descendant's points from each joint's frame origin (on its axis)
         rad = float(rs.bound_radius[hi])
-        T0 = T[0]
-        c_last = moving[-1]
-        Xc = np.linalg.inv(T0[c_last]) @ T0[hi]
+        Xc = segs[-1]  # the last moving joint's frame -> the descendant's
         rho_last = float(np.linalg.norm(Xc[:3, :3] @ rs.bound_center[hi] + Xc[:3, 3])) + rad
         if len(moving) == 2:
-            X12 = np.linalg.inv(T0[moving[0]]) @ T0[moving[1]]
-            rho_first = float(np.linalg.norm(X12[:3, 3])) + rho_last
+            rho_first = float(np.linalg.norm(segs[1][:3, 3])) + rho_last
             delta = (rho_first + rho_last) * np.pi / cells
         else:
             delta = rho_last * np.pi / cells

@@ -66,3 +66,33 @@ def test_tables_have_one_row_per_pair() -> None:
     checker = CollisionChecker(RobotModel.from_urdf(urdf, srdf))
     tabs = checker._self_pairs[3]
     assert tabs.tab_i.shape[0] == len(checker._self_pairs[0])
+
+
+@pytest.mark.mbm
+def test_chain_poses_are_the_forward_kinematics(mesh_panda: RobotModel) -> None:
+    """The tables' relative poses, built from the chain between the two links alone
+    (``_segments`` and ``_rotations``), equal the forward kinematics' ``T_lo^-1 T_hi`` at
+    random configurations, for every pair that has a table."""
+    from robot_collision.collision.pair_tables import _chain, _rotations, _segments
+
+    robot = mesh_panda
+    kin = robot.kin
+    sa, sb, _, tabs = CollisionChecker(robot)._self_pairs
+    rng = np.random.default_rng(3)
+    checked = 0
+    for k in np.flatnonzero(tabs.tab_i[:, 0] >= 0):
+        ch = _chain(kin, int(sa[k]), int(sb[k]))
+        assert ch is not None
+        lo, hi, moving = ch
+        segs = _segments(kin, lo, hi, moving)
+        for _ in range(20):
+            q = robot.random_configuration(rng)
+            T = robot.link_poses(q)
+            want = np.linalg.inv(T[lo]) @ T[hi]
+            got = segs[0]
+            for j, c in enumerate(moving):
+                theta = np.array([kin.scale[c] * q[kin.qidx[c]] + kin.offset[c]])
+                got = got @ _rotations(np.asarray(kin.axis[c], float), theta)[0] @ segs[j + 1]
+            np.testing.assert_allclose(got, want, atol=1e-12)
+            checked += 1
+    assert checked >= 20 * 4
