@@ -45,18 +45,29 @@ class ThreadPriority:
     def __init__(self, logger: Any, what: str) -> None:
         self._logger = logger
         self._what = what
-        self._applied: dict[int, int] = {}  # native thread id -> priority asked last
-        self._refused: dict[int, str] = {}  # native thread id -> why it was refused
+        # the priority asked last, per thread: thread-local, so that a new thread that the
+        # kernel gives an ended thread's id starts at "nothing asked"
+        self._local = threading.local()
+        # for reports, by native thread id; entries of ended threads are dropped on changes
+        self._applied: dict[int, int] = {}  # priority asked last
+        self._refused: dict[int, str] = {}  # why it was refused
 
     @property
     def refused(self) -> str:
-        """Why threads are not at the priority last asked of them ("" when every one is)."""
+        """Why live threads are not at the priority last asked of them ("" when every one
+        is)."""
         return "; ".join(list(self._refused.values()))
 
     def ensure(self, priority: int, thread_name: str = "") -> None:
-        tid = threading.get_native_id()
-        if self._applied.get(tid, 0) == priority:
+        if getattr(self._local, "priority", 0) == priority:
             return
+        self._local.priority = priority
+        tid = threading.get_native_id()
+        live = {t.native_id for t in threading.enumerate()}
+        for d in (self._applied, self._refused):
+            for k in list(d):
+                if k not in live:
+                    d.pop(k, None)
         self._applied[tid] = priority
         name = thread_name or threading.current_thread().name
         err = set_thread_priority(priority)
@@ -76,5 +87,6 @@ class ThreadPriority:
                 self._logger.info(f"{self._what}'s {name} thread back at normal priority")
 
     def applied(self) -> dict[int, int]:
-        """``{native thread id: priority}`` as asked of each thread (refused ones included)."""
+        """``{native thread id: priority}`` as asked of each live thread (refused ones
+        included; threads that ended are dropped at the next change)."""
         return dict(self._applied)

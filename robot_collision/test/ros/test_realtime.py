@@ -99,6 +99,26 @@ def test_thread_priority_applies_on_change_and_logs_once() -> None:
     assert not prio.refused  # normal priority, asked last, is what the thread has
 
 
+def test_thread_priority_is_per_thread_and_forgets_ended_threads() -> None:
+    """A thread's priority is asked of it once whatever other threads asked (the state is the
+    thread's own: a new thread that reuses an ended one's native id is asked again); the
+    reports (applied, refused) keep only live threads."""
+    log = _Log()
+    prio = ThreadPriority(log, "node")
+
+    def ask() -> int:
+        prio.ensure(20, "worker")
+        prio.ensure(20, "worker")
+        return threading.get_native_id()
+
+    _in_thread(ask)
+    second = _in_thread(ask)
+    assert len(log.lines) == 2, log.lines  # one change per thread, each logged once
+    assert list(prio.applied().items()) == [(second, 20)]  # (the first thread has ended)
+    if not ALLOWED:
+        assert prio.refused and len(prio.refused.split("; ")) == 1  # the live thread's only
+
+
 @pytest.mark.parametrize("value", [-1, 100, 2.5, True, "50"])
 def test_invalid_priorities_are_refused(value: Any) -> None:
     with pytest.raises(ConfigurationError, match="realtime_priority"):
