@@ -117,7 +117,7 @@ test: venv $(NUMBA_STAMP)
 	if [ "$(LINT)" != 0 ]; then $(MAKE) --no-print-directory lint || lint_rc=$$?; fi; \
 	export $(ROS_ENV); \
 	echo "== pytest (ROS_DOMAIN_ID=$$ROS_DOMAIN_ID)"; \
-	test_rc=0; (cd $(PKG) && ../$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)) || test_rc=$$?; \
+	test_rc=0; (cd $(PKG) && ../$(PY) -m pytest -q $(PYTEST_ARGS)) || test_rc=$$?; \
 	if [ $$lint_rc -ne 0 ]; then echo "make test: lint failed (see above)"; fi; \
 	if [ $$test_rc -ne 0 ]; then echo "make test: pytest failed (exit $$test_rc)"; fi; \
 	[ $$lint_rc -eq 0 ] && [ $$test_rc -eq 0 ]
