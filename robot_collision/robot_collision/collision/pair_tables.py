@@ -39,7 +39,7 @@ from numba import njit, prange
 from numpy.typing import NDArray
 
 from ..geometry.distance import shape_distance
-from ..model.kinematics import FIXED, REVOLUTE, KinematicArrays
+from ..model.kinematics import FIXED, REVOLUTE, KinematicArrays, forward_kinematics_batch
 from .scene import RobotArrays
 
 __all__ = ["TABLE_CELLS", "TABLE_TOL", "PairTables", "pair_tables", "no_pair_tables"]
@@ -113,34 +113,34 @@ def _grid_distances(Trel, lo_shapes, hi_shapes, kind, params, local, vstart, vco
     return out
 
 
-def _rotations(u: NDArray[np.float64], theta: NDArray[np.float64]) -> NDArray[np.float64]:
-    """(N, 4, 4) rotations by ``theta`` (N,) rad about the unit axis ``u`` (Rodrigues)."""
-    Kx = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
-    s, c = np.sin(theta)[:, None, None], np.cos(theta)[:, None, None]
-    out = np.zeros((len(theta), 4, 4))
-    out[:, :3, :3] = c * np.eye(3) + s * Kx + (1.0 - c) * np.outer(u, u)
-    out[:, 3, 3] = 1.0
-    return out
-
-
-def _segments(
-    kin: KinematicArrays, lo: int, hi: int, moving: list[int]
-) -> list[NDArray[np.float64]]:
-    """The fixed transforms between the moving joints of the chain ``lo`` -> ``hi``:
-    ``T_lo^-1 T_hi = S0 R(θ1) S1 [R(θ2) S2]`` (each ``Sk`` (4, 4) the product of the joint
-    origins in between; ``R`` the moving joints' rotations)."""
+def _chain_arrays(kin: KinematicArrays, lo: int, hi: int,
+                  moving: list[int]) -> tuple[KinematicArrays, list[int]]:
+    """The chain ``lo`` -> ``hi`` as a tree of its own: root ``lo`` (identity pose), then the
+    path's links, the moving joints driven by angles ``q[0]`` (``moving[0]``) and ``q[1]`` (the
+    joint angle itself: scale 1, offset 0). Its forward kinematics gives ``T_lo^-1 T_x`` for
+    each path link ``x``. Also returns the chain's links (robot link indices, ``lo`` first)."""
     parent = np.asarray(kin.parent)
     path: list[int] = []
     x = hi
     while x != lo:
         path.append(x)
         x = int(parent[x])
-    segs = [np.eye(4)]
-    for x in reversed(path):
-        segs[-1] = segs[-1] @ np.asarray(kin.origin[x])
+    links = [lo, *path[::-1]]
+    L = len(links)
+    jtype = np.full(L, FIXED, dtype=np.int64)
+    qidx = np.full(L, -1, dtype=np.int64)
+    origin = np.empty((L, 4, 4))
+    origin[0] = np.eye(4)
+    axis = np.zeros((L, 3))
+    for i, x in enumerate(links[1:], 1):
+        origin[i] = kin.origin[x]
         if x in moving:
-            segs.append(np.eye(4))
-    return segs
+            jtype[i] = REVOLUTE
+            qidx[i] = moving.index(x)
+            axis[i] = kin.axis[x]
+    chain = KinematicArrays(np.arange(-1, L - 1, dtype=np.int64), jtype, origin, axis, qidx,
+                            np.ones(L), np.zeros(L))
+    return chain, links
 
 
 def pair_tables(kin: KinematicArrays, rs: RobotArrays, self_a: NDArray[np.int64],
@@ -175,24 +175,24 @@ def pair_tables(kin: KinematicArrays, rs: RobotArrays, self_a: NDArray[np.int64]
         centres = np.linspace(-np.pi, np.pi, cells, endpoint=False) + np.pi / cells
         # T_lo^-1 T_hi at every cell centre from the chain alone (no whole-robot FK: a
         # TIAGo's 91 tables took 5.6 s of FK and inverses)
-        segs = _segments(kin, lo, hi, moving)
-        A = segs[0] @ _rotations(np.asarray(kin.axis[moving[0]], float), centres) @ segs[1]
-        if N2 > 1:
-            B = _rotations(np.asarray(kin.axis[moving[1]], float), centres) @ segs[2]
-            Trel = np.ascontiguousarray((A[:, None] @ B[None, :]).reshape(N1 * N2, 4, 4))
-        else:
-            Trel = np.ascontiguousarray(A)
+        chain, links = _chain_arrays(kin, lo, hi, moving)
+        grid = np.stack(np.meshgrid(centres, centres[:N2], indexing="ij"), -1).reshape(-1, 2)
+        poses = forward_kinematics_batch(grid, *chain)
+        Trel = np.ascontiguousarray(poses[:, -1])
         key = hashlib.sha1(b"".join(np.ascontiguousarray(x).tobytes() for x in (
             Trel[:: max(1, len(Trel) // 64)], rs.kind[lo_sh], rs.kind[hi_sh], rs.params[lo_sh],
             rs.params[hi_sh], rs.local[lo_sh], rs.local[hi_sh], np.int64(len(Trel)),
             rs.verts[rs.vstart[lo_sh[0]]:rs.vstart[hi_sh[-1]] + rs.vcount[hi_sh[-1]]],
         ))).hexdigest()
-        # ρ: distance of the descendant's points from each joint's frame origin (on its axis)
+        # ρ: distance of the descendant's points from each joint's frame origin (on its axis),
+        # from the first cell's poses (the joint's own rotation leaves its frame origin fixed)
+        T0 = poses[0]
+        first, last = links.index(moving[0]), links.index(moving[-1])
+        Xc = np.linalg.inv(T0[last]) @ T0[-1]  # the last moving joint's frame -> the descendant's
         rad = float(rs.bound_radius[hi])
-        Xc = segs[-1]  # the last moving joint's frame -> the descendant's
         rho_last = float(np.linalg.norm(Xc[:3, :3] @ rs.bound_center[hi] + Xc[:3, 3])) + rad
         if len(moving) == 2:
-            rho_first = float(np.linalg.norm(segs[1][:3, 3])) + rho_last
+            rho_first = float(np.linalg.norm(T0[last, :3, 3] - T0[first, :3, 3])) + rho_last
             delta = (rho_first + rho_last) * np.pi / cells
         else:
             delta = rho_last * np.pi / cells

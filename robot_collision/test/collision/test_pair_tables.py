@@ -70,10 +70,11 @@ def test_tables_have_one_row_per_pair() -> None:
 
 @pytest.mark.mbm
 def test_chain_poses_are_the_forward_kinematics(mesh_panda: RobotModel) -> None:
-    """The tables' relative poses, built from the chain between the two links alone
-    (``_segments`` and ``_rotations``), equal the forward kinematics' ``T_lo^-1 T_hi`` at
-    random configurations, for every pair that has a table."""
-    from robot_collision.collision.pair_tables import _chain, _rotations, _segments
+    """The tables' relative poses, from the chain between the two links alone
+    (``_chain_arrays``, driven by the moving joints' angles), equal the whole robot's forward
+    kinematics' ``T_lo^-1 T_hi`` at random configurations, for every pair that has a table."""
+    from robot_collision.collision.pair_tables import _chain, _chain_arrays
+    from robot_collision.model.kinematics import forward_kinematics
 
     robot = mesh_panda
     kin = robot.kin
@@ -84,15 +85,13 @@ def test_chain_poses_are_the_forward_kinematics(mesh_panda: RobotModel) -> None:
         ch = _chain(kin, int(sa[k]), int(sb[k]))
         assert ch is not None
         lo, hi, moving = ch
-        segs = _segments(kin, lo, hi, moving)
+        chain, _ = _chain_arrays(kin, lo, hi, moving)
         for _ in range(20):
             q = robot.random_configuration(rng)
             T = robot.link_poses(q)
             want = np.linalg.inv(T[lo]) @ T[hi]
-            got = segs[0]
-            for j, c in enumerate(moving):
-                theta = np.array([kin.scale[c] * q[kin.qidx[c]] + kin.offset[c]])
-                got = got @ _rotations(np.asarray(kin.axis[c], float), theta)[0] @ segs[j + 1]
+            theta = np.array([kin.scale[c] * q[kin.qidx[c]] + kin.offset[c] for c in moving])
+            got = forward_kinematics(theta, *chain)[-1]
             np.testing.assert_allclose(got, want, atol=1e-12)
             checked += 1
     assert checked >= 20 * 4
