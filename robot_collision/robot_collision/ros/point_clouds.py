@@ -503,8 +503,8 @@ def pointcloud2_to_points(
     lay = _cloud_layout(msg, max_points)
     if lay.buf is None:
         return np.zeros((0, 3))
-    width, height, step, row, n = lay.width, lay.height, lay.step, lay.row, lay.width * lay.height
-    buf, dtypes = lay.buf, lay.dtypes
+    width, height, step, row, dtypes, buf = lay
+    n = width * height
     T = np.eye(4) if transform is None else np.ascontiguousarray(transform, dtype=np.float64)
     words = lay.f32_words()
     if words is not None:
@@ -557,8 +557,8 @@ def pointcloud2_to_valid_grid(
     lay = _cloud_layout(msg, max_points)
     if lay.buf is None:
         return np.zeros((1, 0, 3)), 1, np.zeros((1, 0), np.bool_), 0
-    width, height, step, row, n = lay.width, lay.height, lay.step, lay.row, lay.width * lay.height
-    buf, dtypes = lay.buf, lay.dtypes
+    width, height, step, row, dtypes, buf = lay
+    n = width * height
     k = 1
     if height > 1 and max_pixels > 0 and n > max_pixels:
         k = math.ceil(math.sqrt(n / max_pixels))
