@@ -42,6 +42,8 @@ def _compiled_kernels() -> None:
     from robot_collision.tools.warmup import cache_is_cold, warm_up, warm_up_in_processes
 
     if cache_is_cold():
+        _copy_installed_kernels()
+    if cache_is_cold():
         warm_up_in_processes()
     warm_up()
     # the ROS layer's kernel (the node also warms it up at start, but then inside a process
@@ -52,6 +54,21 @@ def _compiled_kernels() -> None:
     robot = RobotModel.from_urdf(default_robot_paths()[0])
     table = CollisionChecker(robot).clearance(robot.home_configuration())
     ClearanceTableWriter().serialize(table, 0, 0, "base")
+
+
+def _copy_installed_kernels() -> None:
+    """``colcon test`` imports the package from the source tree, whose kernels ``colcon build``
+    did not compile (it compiled the install's, which is on ``sys.path`` too): take the
+    install's cached kernels when it holds the same sources (~5 min of compiling saved)."""
+    import robot_collision
+    from robot_collision.kernel_cache import copy_kernel_caches
+
+    here = Path(robot_collision.__file__).resolve().parent
+    for entry in sys.path:
+        other = Path(entry or ".") / "robot_collision"
+        if (other / "kernel_cache.py").is_file() and other.resolve() != here:
+            if copy_kernel_caches(other, here):
+                return
 
 
 @pytest.fixture(scope="session")

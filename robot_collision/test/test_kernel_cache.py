@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from robot_collision.kernel_cache import STAMP_NAME, drop_stale_kernel_caches, sources_digest
+from robot_collision.kernel_cache import (
+    STAMP_NAME,
+    copy_kernel_caches,
+    drop_stale_kernel_caches,
+    sources_digest,
+)
 
 
 def _package(tmp: Path) -> Path:
@@ -81,3 +87,51 @@ def test_digest_covers_contents_and_names(tmp_path: Path) -> None:
     d1 = sources_digest(pkg)
     (pkg / "outer.py").rename(pkg / "outer2.py")
     assert len({d0, d1, sources_digest(pkg)}) == 3
+
+
+def _cache_hits(tmp: Path) -> int:
+    """In a new process importing ``tmp/pkg`` (through the package's cache check, as the
+    package's own modules do): ``outer.run()``'s result must be 11; returns how many of its
+    signatures numba loaded from the cache instead of compiling."""
+    code = "\n".join([
+        "import sys", "from pathlib import Path",
+        "from robot_collision.kernel_cache import drop_stale_kernel_caches",
+        "drop_stale_kernel_caches(Path(sys.argv[1]) / 'pkg')",
+        "from pkg.outer import run", "assert run() == 11",
+        "print(sum(run.stats.cache_hits.values()))"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), *sys.path])}
+    env.pop("NUMBA_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp)], env=env, check=True,
+                         capture_output=True, text=True, timeout=300)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_copy_of_the_same_sources_takes_the_compiled_kernels(tmp_path: Path) -> None:
+    """colcon test imports the source tree; colcon build compiled the install's copy."""
+    built = tmp_path / "install"
+    built.mkdir()
+    pkg = _package(built)
+    assert _run(built, drop=True) == 11  # compiled, cached and stamped
+    tree = tmp_path / "src"
+    shutil.copytree(pkg, tree / "pkg", ignore=shutil.ignore_patterns("__pycache__"))
+    assert copy_kernel_caches(pkg, tree / "pkg") >= 2  # outer.run's index and code at least
+    assert (tree / "pkg" / "__pycache__" / STAMP_NAME).read_text().strip() == sources_digest(pkg)
+    assert _cache_hits(tree) == 1  # loaded, not compiled (a compile counts a miss, no hit)
+    # without the copy the same tree compiles
+    fresh = tmp_path / "fresh"
+    shutil.copytree(pkg, fresh / "pkg", ignore=shutil.ignore_patterns("__pycache__"))
+    assert _cache_hits(fresh) == 0
+
+
+def test_different_sources_take_nothing(tmp_path: Path) -> None:
+    built = tmp_path / "install"
+    built.mkdir()
+    pkg = _package(built)
+    assert _run(built, drop=True) == 11
+    tree = tmp_path / "src"
+    shutil.copytree(pkg, tree / "pkg", ignore=shutil.ignore_patterns("__pycache__"))
+    inner = tree / "pkg" / "sub" / "inner.py"
+    inner.write_text(inner.read_text().replace("return 1", "return 2  # changed"))
+    assert copy_kernel_caches(pkg, tree / "pkg") == 0
+    assert not list((tree / "pkg").rglob("*.nbi"))
+    assert copy_kernel_caches(pkg, pkg) == 0  # nothing to copy onto itself
