@@ -77,6 +77,7 @@ from .joint_states import JointStateCache, stamp_age, stamp_ns
 from .markers import ClearanceMarkers
 from .point_clouds import (
     CLOUD_PARAMETERS,
+    CloudSettings,
     CloudSubscriptions,
     SensedClouds,
     cloud_settings,
@@ -183,7 +184,7 @@ PARAMETERS: dict[str, tuple[Any, str, str]] = {
 
 # --------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
-class CheckerSettings:
+class CheckerSettings(CloudSettings):
     """Validated parameter values of the node."""
 
     skip_rule: str = "parent"
@@ -200,23 +201,6 @@ class CheckerSettings:
     world_file: str = ""
     world_topics: tuple[str, ...] = WORLD_TOPICS
     max_object_extent: float = 100.0
-    # sensed obstacles (see robot_collision.ros.point_clouds)
-    point_cloud_topics: tuple[str, ...] = ()
-    camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
-    cloud_resolution: float = 0.01
-    cloud_padding: float = 0.015
-    cloud_max_age: float = 1.0
-    cloud_max_points: int = 2_000_000
-    cloud_point_radius: float = 0.0
-    cloud_occlusion_depth: float = 0.1
-    cloud_unseen_range: float = 0.0
-    cloud_unseen_min_range: float = 0.0
-    cloud_persistence: float = 0.0
-    cloud_max_incidence: float = 1.4
-    cloud_min_points: int = 10
-    cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 30_000
-    cloud_tf_timeout: float = 0.2
     max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
     max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
     max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]

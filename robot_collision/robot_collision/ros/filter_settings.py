@@ -12,7 +12,7 @@ from typing import Any, Optional
 from ..control.velocity_filter import FilterOptions
 from ..errors import ConfigurationError
 from .intake import LIMIT_PARAMETERS, validate_limit_parameter
-from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
+from .point_clouds import CLOUD_PARAMETERS, CloudSettings, validate_cloud_parameter
 from .wiring import apply_parameter_values, parse_pair, string_entries
 from .world import WORLD_PARAMETERS, WORLD_TOPICS, validate_world_parameter
 
@@ -203,7 +203,7 @@ _OPTION_NAMES = (
 
 # --------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
-class FilterNodeSettings:
+class FilterNodeSettings(CloudSettings):
     """Validated parameter values of the node (defaults as in :data:`PARAMETERS`)."""
 
     joints: tuple[str, ...] = ()
@@ -240,23 +240,6 @@ class FilterNodeSettings:
     world_file: str = ""
     world_topics: tuple[str, ...] = WORLD_TOPICS
     max_object_extent: float = 100.0
-    # sensed obstacles (see robot_collision.ros.point_clouds)
-    point_cloud_topics: tuple[str, ...] = ()
-    camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
-    cloud_resolution: float = 0.01
-    cloud_padding: float = 0.015
-    cloud_max_age: float = 1.0
-    cloud_max_points: int = 2_000_000
-    cloud_point_radius: float = 0.0
-    cloud_occlusion_depth: float = 0.1
-    cloud_unseen_range: float = 0.0
-    cloud_unseen_min_range: float = 0.0
-    cloud_persistence: float = 0.0
-    cloud_max_incidence: float = 1.4
-    cloud_min_points: int = 10
-    cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 30_000
-    cloud_tf_timeout: float = 0.2
     cloud_timeout_action: str = "stop"
     max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
     max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]

@@ -11,7 +11,7 @@ from ..errors import ConfigurationError
 from ..planning.rrt import MIN_VALIDATION_DISTANCE, RRTOptions
 from ..planning.trajectory import DEFAULT_ACCELERATION_LIMIT
 from .intake import LIMIT_PARAMETERS, validate_limit_parameter
-from .point_clouds import CLOUD_PARAMETERS, validate_cloud_parameter
+from .point_clouds import CLOUD_PARAMETERS, CloudSettings, validate_cloud_parameter
 from .wiring import COLLISION_KEYS, apply_parameter_values, validate_collision_parameter
 from .world import WORLD_PARAMETERS, WORLD_TOPICS, validate_world_parameter
 
@@ -207,7 +207,7 @@ READ_ONLY = ("world_topics", "max_object_extent")
 
 # --------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
-class PlannerSettings:
+class PlannerSettings(CloudSettings):
     """Validated parameter values of the node (see :data:`PARAMETERS`)."""
 
     max_connection_distance: float = float(_DEFAULT_OPTIONS.max_connection_distance)
@@ -239,23 +239,6 @@ class PlannerSettings:
     end_effector: str = "tool"
     frame_id: str = ""
     stamp_trajectory: bool = False
-    # sensed obstacles (see robot_collision.ros.point_clouds)
-    point_cloud_topics: tuple[str, ...] = ()
-    camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()
-    cloud_resolution: float = 0.01
-    cloud_padding: float = 0.015
-    cloud_max_age: float = 1.0
-    cloud_max_points: int = 2_000_000
-    cloud_point_radius: float = 0.0
-    cloud_occlusion_depth: float = 0.1
-    cloud_unseen_range: float = 0.0
-    cloud_unseen_min_range: float = 0.0
-    cloud_persistence: float = 0.0
-    cloud_max_incidence: float = 1.4
-    cloud_min_points: int = 10
-    cloud_max_future: float = 0.1
-    cloud_max_pixels: int = 30_000
-    cloud_tf_timeout: float = 0.2
     joint_state_timeout: float = 1.0
     start_state_max_age: float = 0.5
     start_limit_tolerance: float = 0.001

@@ -264,7 +264,8 @@ class CloudError(RobotCollisionError, ValueError):
 
 @dataclass(frozen=True)
 class CloudSettings:
-    """Validated cloud parameters (see :data:`CLOUD_PARAMETERS`)."""
+    """Validated cloud parameters (see :data:`CLOUD_PARAMETERS`); the settings of the nodes
+    that take clouds extend it."""
 
     point_cloud_topics: tuple[str, ...] = ()
     camera_poses: tuple[tuple[str, tuple[float, ...]], ...] = ()

@@ -1,0 +1,30 @@
+"""A node's settings dataclass holds the same defaults as its parameter table: a node started
+without parameters (table defaults, declared) and a settings object built in code (dataclass
+defaults, e.g. by a test or an embedding application) must behave alike."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import fields
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+NODES = [("checker_node", "CheckerSettings"), ("filter_settings", "FilterNodeSettings"),
+         ("planner_settings", "PlannerSettings"), ("mock_camera", "MockCameraSettings")]
+DERIVED = {"options"}  # the filter's FilterOptions, built from the other fields
+
+
+@pytest.mark.parametrize(("module", "cls"), NODES)
+def test_settings_defaults_are_the_parameter_defaults(module: str, cls: str) -> None:
+    mod: Any = importlib.import_module(f"robot_collision.ros.{module}")
+    settings_type = getattr(mod, cls)
+    table = {name: entry[0] for name, entry in mod.PARAMETERS.items()}
+    from_table, errors = mod.settings_from_values(table, strict=False)
+    assert errors == []
+    names = [f.name for f in fields(settings_type) if f.name not in DERIVED]
+    assert sorted(set(names) - set(table)) == []  # every setting is a parameter
+    default = settings_type()
+    assert [(n, getattr(default, n)) for n in names] == [(n, getattr(from_table, n)) for n in names]
