@@ -32,6 +32,7 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from robot_collision import CollisionChecker
+from robot_collision.clock import now_ns
 from robot_collision.collision.kernels import all_shape_poses
 from robot_collision.geometry.cloud_index import (
     CloudIndex,
@@ -40,7 +41,6 @@ from robot_collision.geometry.cloud_index import (
     voxel_downsample,
 )
 from robot_collision.jitcall import call_or, inline_call_or
-from robot_collision.planning.ik import now_ns
 
 N_POINTS = 50_000
 BATCH = 256

@@ -1,7 +1,7 @@
 """The layer rules of the package, read from the imports of every module (``ast``, no import).
 
-Layers, lowest first: the foundation modules (``errors``, ``jitcall``, ``kernel_cache``,
-``simd``, ``load_limits``, ``safe_xml``); ``geometry``; ``model``;
+Layers, lowest first: the foundation modules (``clock``, ``errors``, ``jitcall``,
+``kernel_cache``, ``simd``, ``load_limits``, ``safe_xml``); ``geometry``; ``model``;
 ``collision``; ``planning`` and ``control`` (side by side: neither imports the other); ``tools``;
 ``ros``. A module may import its own layer and lower ones. Only ``ros`` imports rclpy or ROS
 message packages; the package facade (``robot_collision/__init__.py``) is imported only by
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "robot_collision"
-FOUNDATION = {"_compat", "errors", "jitcall", "kernel_cache", "load_limits", "safe_xml", "simd"}
+FOUNDATION = {"_compat", "clock", "errors", "jitcall", "kernel_cache", "load_limits", "safe_xml",
+              "simd"}
 RANK = {
     "foundation": 0, "geometry": 1, "model": 2, "collision": 3, "planning": 4, "control": 4,
     "tools": 5, "ros": 6,

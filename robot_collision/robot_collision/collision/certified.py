@@ -88,11 +88,9 @@ Units: rad / m. Everything here is compiled. Used by the planner
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir  # type: ignore[import-untyped]
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
+from ..clock import now_ns
 from ..geometry.cloud_index import cloud_distance
 from ..geometry.point_cloud import POINT_CLOUD
 from ..geometry.shapes import SPHERE
@@ -152,33 +150,6 @@ _SWEPT_MAX_FIRST = 4096  # more first intervals than this: straight to conservat
 # stages of _edge_certified: the inflated samples then conservative advancement, conservative
 # advancement alone, the inflated samples alone
 _SWEPT_THEN_CA, _CA_ONLY, _SWEPT_ONLY = 1, 2, 3
-
-
-@intrinsic
-def _clock_monotonic_ns(typingctx):  # type: ignore[no-untyped-def]
-    """``clock_gettime(CLOCK_MONOTONIC)`` in ns (as ``planning.ik.now_ns``, which this layer
-    cannot import). Declared by symbol name, so functions using it stay cacheable."""
-    sig = types.int64()
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        i64 = ir.IntType(64)
-        i32 = ir.IntType(32)
-        ts_t = ir.LiteralStructType([i64, i64])
-        fnty = ir.FunctionType(i32, [i32, ts_t.as_pointer()])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
-        ts = cgutils.alloca_once(builder, ts_t)
-        builder.call(fn, [ir.Constant(i32, 1), ts])  # CLOCK_MONOTONIC = 1 on Linux
-        sec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 0))
-        nsec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 1))
-        return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
-
-    return sig, codegen
-
-
-@njit(cache=True)
-def now_ns() -> int:  # pragma: no cover - compiled
-    """Monotonic time in ns, callable from compiled code."""
-    return _clock_monotonic_ns()  # type: ignore[no-any-return,unused-ignore]
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)

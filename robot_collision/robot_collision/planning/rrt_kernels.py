@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..clock import now_ns
 from ..collision import block_kernels as _bk
 from ..collision.certified import cert_workspace, edge_certified_blocked, swept_copies
 from ..collision.kernels import _valid_at, packed_valid
@@ -30,7 +31,6 @@ from .ik import (
     _ik_dls,
     _random_config,
     _wrap_continuous,
-    now_ns,
     rand01,
     wgr_sample_into,
 )
