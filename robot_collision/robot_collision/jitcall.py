@@ -37,7 +37,8 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
 __all__ = [
-    "borrowed_view", "call_or", "entry_point", "flat_view", "inline_call_or", "nothrow"
+    "borrowed_flat", "borrowed_view", "call_or", "entry_point", "flat_view", "inline_call_or",
+    "nothrow", "stack_matrix",
 ]
 
 
@@ -162,6 +163,66 @@ up when a function returns ~30 views to its caller (~0.3 us per call). Valid onl
 is alive: use it only on arrays the whole call holds (its arguments) and never return such a
 view to Python or store it beyond the call."""
 
+
+
+@intrinsic
+def borrowed_flat(typingctx, arr):  # type: ignore[no-untyped-def]
+    """``borrowed_flat(arr)``: the C-contiguous ``arr`` (any dimensions) as a 1-D array over the
+    same memory, without a reference to it (see :func:`borrowed_view`: valid only while ``arr``
+    is alive, never returned or stored). ``arr.reshape(-1)`` calls numba's C reshape helper
+    (~25 ns); this only fills in the 1-D array struct."""
+    if not (isinstance(arr, types.Array) and arr.layout == "C"):
+        return None
+    retty = types.Array(arr.dtype, 1, "C", readonly=not arr.mutable)
+    sig = retty(arr)
+
+    def codegen(context, builder, signature, llargs):  # type: ignore[no-untyped-def]
+        src = context.make_array(signature.args[0])(context, builder, llargs[0])
+        out = context.make_array(retty)(context, builder)
+        n = context.get_constant(types.intp, 1)
+        for d in cgutils.unpack_tuple(builder, src.shape, arr.ndim):
+            n = builder.mul(n, d)
+        populate_array(
+            out, data=src.data, shape=[n], strides=[src.itemsize], itemsize=src.itemsize,
+            meminfo=None,
+        )
+        return out._getvalue()
+
+    return sig, codegen
+
+
+@intrinsic
+def stack_matrix(typingctx, rows, cols):  # type: ignore[no-untyped-def]
+    """``stack_matrix(rows, cols)`` (integer literals): an uninitialised C-ordered float64
+    ``(rows, cols)`` array on the calling function's stack (an ``alloca`` in its entry block), for
+    small scratch arrays of a function called once per shape pair: ``np.empty`` costs a heap
+    allocation and its release (measured: ~55 ns per GJK pair call, ~1 us per configuration of
+    UR5's 17 pairs). Like :func:`borrowed_view` it holds no reference: valid only until the
+    function returns, never returned or stored."""
+    if not (isinstance(rows, types.IntegerLiteral) and isinstance(cols, types.IntegerLiteral)):
+        return None
+    r = int(rows.literal_value)
+    c = int(cols.literal_value)
+    if r <= 0 or c <= 0:
+        return None
+    retty = types.Array(types.float64, 2, "C")
+    sig = retty(rows, cols)
+
+    def codegen(context, builder, signature, llargs):  # type: ignore[no-untyped-def]
+        buf = cgutils.alloca_once(builder, context.get_data_type(types.float64), size=r * c)
+        out = context.make_array(retty)(context, builder)
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(
+            out,
+            data=buf,
+            shape=[context.get_constant(types.intp, r), context.get_constant(types.intp, c)],
+            strides=[context.get_constant(types.intp, 8 * c), itemsize],
+            itemsize=itemsize,
+            meminfo=None,
+        )
+        return out._getvalue()
+
+    return sig, codegen
 
 _ENTRY_POINTS: dict[tuple[Any, ...], Callable[..., Any]] = {}
 _SCALARS = (bool, int, float)

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit
 
 from ..jitcall import nothrow as _nothrow
+from ..jitcall import stack_matrix
 from .gjk import CONTACT_TOL, _add_point, _face_others, _gjk, _support, _tri_lambdas
 from .pair_closed_forms import _any_perpendicular
 from .shapes import CAPSULE, MESH, SPHERE
@@ -482,7 +483,7 @@ def _gjk_epa(ka, pa, Ta, va, kb, pb, Tb, vb):  # type: ignore[no-untyped-def]
     )
     ra = pa[0] if ka in (SPHERE, CAPSULE) else 0.0
     rb = pb[0] if kb in (SPHERE, CAPSULE) else 0.0
-    S = np.empty((9, 10))
+    S = stack_matrix(9, 10)  # GJK scratch, on the stack (see stack_matrix)
     S[8, 0] = -1.0
     S[8, 1] = -1.0
     overlap, ns = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S, 0.0)
@@ -542,7 +543,7 @@ def _gjk_within(ka, pa, Ta, va, kb, pb, Tb, vb, pad):  # type: ignore[no-untyped
         pb[0], pb[1], pb[2], Tb[0, 0], Tb[0, 1], Tb[0, 2], Tb[0, 3],
         Tb[1, 0], Tb[1, 1], Tb[1, 2], Tb[1, 3], Tb[2, 0], Tb[2, 1], Tb[2, 2], Tb[2, 3],
     )
-    S = np.empty((9, 10))
+    S = stack_matrix(9, 10)  # GJK scratch, on the stack (see stack_matrix)
     S[8, 0] = -1.0
     S[8, 1] = -1.0
     overlap, _ = _nothrow(_gjk, ka, PA, va, kb, PB, vb, S, margin)

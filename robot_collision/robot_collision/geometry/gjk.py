@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
+from ..jitcall import borrowed_flat
 from ..jitcall import nothrow as _nothrow
 from .hull import START_CELLS, START_GRID, SUPPORT_BLOCK_MARK
 from .pair_closed_forms import _clamp01
@@ -37,11 +39,19 @@ CONTACT_TOL = 1e-10
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def _flat(V, f):  # type: ignore[no-untyped-def]
-    """Entry ``f`` of the (R, 3) array ``V`` read as a flat array (support blocks)."""
-    r = f // 3
-    return V[r, f - 3 * r]
+def _rows_flat(V):  # type: ignore[no-untyped-def]
+    """``V`` (2-D) read as one flat array (Python fallback; compiled: see the overload)."""
+    return np.ascontiguousarray(V).reshape(-1)
+
+
+@overload(_rows_flat)
+def _rows_flat_compiled(V):  # type: ignore[no-untyped-def]
+    """Compiled :func:`_rows_flat`: a borrowed flat view of a C-ordered ``V`` (no copy, no
+    reference counting), a flat copy of any other layout (never seen: the kernels slice
+    C-ordered vertex arrays)."""
+    if isinstance(V, types.Array) and V.layout == "C":
+        return lambda V: borrowed_flat(V)
+    return lambda V: np.ascontiguousarray(V).reshape(-1)
 
 
 @njit(cache=True)
@@ -66,7 +76,11 @@ def _mesh_support(V, lx, ly, lz, hint):  # type: ignore[no-untyped-def]
     if m == 0:
         return 0.0, 0.0, 0.0, -1
     if V[m - 1, 0] == SUPPORT_BLOCK_MARK:
-        k = int(V[m - 1, 1])
+        # the block read as one flat array (vertex i at 3 i): indexing it is ~30% cheaper than
+        # V[f // 3, f % 3] (measured: 114 -> 81 ns per support on UR5's hulls, 105 -> 75 ns on
+        # Panda's, same answers)
+        F = _rows_flat(V)
+        k = int(F[3 * m - 2])
         base = 3 * k
         # start: the vertex stored for the direction's cube-map cell (see hull.start_directions)
         ax = abs(lx)
@@ -84,26 +98,30 @@ def _mesh_support(V, lx, ly, lz, hint):  # type: ignore[no-untyped-def]
         else:
             i = 0
             j = 0
-        bi = int(_flat(V, base + (f * START_GRID + i) * START_GRID + j))
-        best = V[bi, 0] * lx + V[bi, 1] * ly + V[bi, 2] * lz
+        bi = int(F[base + (f * START_GRID + i) * START_GRID + j])
+        b3 = 3 * bi
+        best = F[b3] * lx + F[b3 + 1] * ly + F[b3 + 2] * lz
         if 0 <= hint < k:  # the previous answer, when it is better
-            dh = V[hint, 0] * lx + V[hint, 1] * ly + V[hint, 2] * lz
+            b3 = 3 * hint
+            dh = F[b3] * lx + F[b3 + 1] * ly + F[b3 + 2] * lz
             if dh > best:
                 best = dh
                 bi = hint
         for _ in range(k):  # each step strictly improves: at most k steps
             nb = bi
-            f1 = int(_flat(V, base + START_CELLS + 1 + bi))
-            for f in range(int(_flat(V, base + START_CELLS + bi)), f1):
-                j = int(_flat(V, f))
-                dd = V[j, 0] * lx + V[j, 1] * ly + V[j, 2] * lz
+            f1 = int(F[base + START_CELLS + 1 + bi])
+            for f in range(int(F[base + START_CELLS + bi]), f1):
+                j = int(F[f])
+                j3 = 3 * j
+                dd = F[j3] * lx + F[j3 + 1] * ly + F[j3 + 2] * lz
                 if dd > best:
                     best = dd
                     nb = j
             if nb == bi:
                 break
             bi = nb
-        return V[bi, 0], V[bi, 1], V[bi, 2], bi
+        b3 = 3 * bi
+        return F[b3], F[b3 + 1], F[b3 + 2], bi
     best = V[0, 0] * lx + V[0, 1] * ly + V[0, 2] * lz
     bi = 0
     for i in range(1, m):
