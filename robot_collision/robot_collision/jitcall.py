@@ -164,7 +164,6 @@ is alive: use it only on arrays the whole call holds (its arguments) and never r
 view to Python or store it beyond the call."""
 
 
-
 @intrinsic
 def borrowed_flat(typingctx, arr):  # type: ignore[no-untyped-def]
     """``borrowed_flat(arr)``: the C-contiguous ``arr`` (any dimensions) as a 1-D array over the
@@ -223,6 +222,7 @@ def stack_matrix(typingctx, rows, cols):  # type: ignore[no-untyped-def]
         return out._getvalue()
 
     return sig, codegen
+
 
 _ENTRY_POINTS: dict[tuple[Any, ...], Callable[..., Any]] = {}
 _SCALARS = (bool, int, float)

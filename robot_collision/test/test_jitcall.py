@@ -15,12 +15,14 @@ from robot_collision import CollisionChecker, RobotModel, Sphere, WorldObject
 from robot_collision.collision.kernels import _valid_at
 from robot_collision.collision.scene_packing import unpack_scene
 from robot_collision.jitcall import (
+    borrowed_flat,
     borrowed_view,
     call_or,
     entry_point,
     flat_view,
     inline_call_or,
     nothrow,
+    stack_matrix,
 )
 from robot_collision.model.kinematics import fk_into
 
@@ -88,6 +90,35 @@ def test_views_equal_numpy_reshape(off: int, d0: int, d1: int, d2: int, integer:
     np.testing.assert_array_equal(v3, a[off : off + d0 * d1 * d2].reshape(d0, d1, d2))
     np.testing.assert_array_equal(b2, v2)
     np.testing.assert_array_equal(b3, v3)
+
+
+@njit(cache=False)
+def _flat_copy(a):  # type: ignore[no-untyped-def]
+    return borrowed_flat(a).copy()  # copied inside the call (a borrowed view must not escape)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (7, 3), (2, 3, 4), (5,)])
+def test_borrowed_flat_is_numpy_ravel(shape: tuple[int, ...]) -> None:
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * 1.5
+    np.testing.assert_array_equal(_flat_copy(a), a.ravel())
+    np.testing.assert_array_equal(_flat_copy(a.astype(np.int64)), a.astype(np.int64).ravel())
+
+
+@njit(cache=False)
+def _scratch(fill):  # type: ignore[no-untyped-def]
+    S = stack_matrix(9, 10)
+    for i in range(9):
+        for j in range(10):
+            S[i, j] = fill + 10 * i + j
+    return S.shape[0], S.shape[1], S.strides[0], S.strides[1], S.copy()
+
+
+def test_stack_matrix_is_a_c_ordered_scratch_array() -> None:
+    r, c, s0, s1, S = _scratch(0.5)
+    assert (r, c, s0, s1) == (9, 10, 80, 8)
+    np.testing.assert_array_equal(S, 0.5 + np.arange(90.0).reshape(9, 10))
+    _, _, _, _, S2 = _scratch(-3.0)  # a second call writes its own frame
+    np.testing.assert_array_equal(S2, -3.0 + np.arange(90.0).reshape(9, 10))
 
 
 def test_flat_view_keeps_its_array_alive() -> None:
