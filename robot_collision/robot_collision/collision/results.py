@@ -4,7 +4,7 @@ matrix layout of :class:`CheckResult`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,13 +12,15 @@ from numpy.typing import NDArray
 __all__ = ["PairDistances", "CheckResult"]
 
 
-@dataclass(frozen=True)
-class PairDistances:
-    """Link-indexed raw output of one evaluation (see ``check_kernels.evaluate_pairs``).
+class PairDistances(NamedTuple):
+    """Link-indexed raw output of one evaluation (see :func:`.kernels.evaluate_pairs`).
 
-    L links (base = 0), W world objects; ``D`` (L, L + W) padded signed distances (+inf where
-    not evaluated), ``WA``/``WB`` (L, L+W, 3) witness points, ``NN`` (L, L+W, 3) unit normals from
-    row to column, ``E`` evaluated flags; self pairs are stored at ``[a, b]`` with a < b.
+    L links (base = 0), W world objects; ``T`` (L, 4, 4) link poses (base frame), ``D``
+    (L, L + W) padded signed distances (m, +inf where not evaluated), ``WA``/``WB`` (L, L+W, 3)
+    witness points (base frame, m), ``NN`` (L, L+W, 3) unit normals from row to column, ``E``
+    evaluated flags; self pairs are stored at ``[a, b]`` with a < b. A named tuple, not a frozen
+    dataclass: built once per query, and a dataclass' frozen ``__init__`` cost ~1 us of
+    ``pair_distances``' ~30 us on a 6-joint arm.
     """
 
     T: NDArray[np.float64]
