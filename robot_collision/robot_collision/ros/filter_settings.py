@@ -29,6 +29,7 @@ __all__ = [
 UNCOMMANDED_GROUP = "__uncommanded__"
 _MIN_RATE = 1.0 / FilterOptions().max_dt  # the filter refuses ticks longer than max_dt
 _OPTS = FilterOptions()
+_UNDERIVED = FilterOptions()  # marks FilterNodeSettings.options as not given
 
 # name: (default, description, constraints)
 PARAMETERS: dict[str, tuple[Any, str, str]] = {
@@ -244,7 +245,14 @@ class FilterNodeSettings(CloudSettings):
     max_message_bytes: int = LIMIT_PARAMETERS["max_message_bytes"][0]
     max_message_entries: int = LIMIT_PARAMETERS["max_message_entries"][0]
     max_mesh_vertices: int = LIMIT_PARAMETERS["max_mesh_vertices"][0]
-    options: FilterOptions = field(default=_OPTS, compare=False)
+    # the filter's options, derived from the fields above (built in ``__post_init__`` when not
+    # given; ``replace`` carries the old ones over, so code that changes fields calls
+    # :func:`_with_options`, as :func:`settings_from_values` does)
+    options: FilterOptions = field(default=_UNDERIVED, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.options is _UNDERIVED:
+            object.__setattr__(self, "options", _derived_options(self))
 
     @property
     def period(self) -> float:
@@ -370,15 +378,20 @@ def _validate_one(name: str, value: Any) -> Any:
     raise ConfigurationError(f"unknown parameter {name!r}")
 
 
-def _with_options(settings: FilterNodeSettings) -> FilterNodeSettings:
-    """``settings`` with ``options`` rebuilt (raises ConfigurationError when inconsistent)."""
-    opts = FilterOptions(
+def _derived_options(settings: FilterNodeSettings) -> FilterOptions:
+    """The filter options that ``settings``' fields give (raises ConfigurationError when
+    inconsistent)."""
+    return FilterOptions(
         **{n: getattr(settings, n) for n in _OPTION_NAMES},
         state_timeout=settings.max_state_age,
         weights=settings.weights or None,
         acceleration_limits=settings.acceleration_limits or None,
     )
-    return replace(settings, options=opts)
+
+
+def _with_options(settings: FilterNodeSettings) -> FilterNodeSettings:
+    """``settings`` with ``options`` rebuilt (raises ConfigurationError when inconsistent)."""
+    return replace(settings, options=_derived_options(settings))
 
 
 def settings_from_values(
