@@ -41,12 +41,14 @@ def _package(tmp: Path) -> Path:
     return pkg
 
 
-def _run(tmp: Path, drop: bool) -> int:
+def _run(tmp: Path, drop: bool, result: str = "run()") -> int:
+    """In a new process importing ``tmp/pkg`` (after the package's cache check when ``drop``,
+    as the package's own modules do): the integer ``result`` evaluates to."""
     lines = ["import sys", "from pathlib import Path",
              "from robot_collision.kernel_cache import drop_stale_kernel_caches"]
     if drop:
         lines.append("drop_stale_kernel_caches(Path(sys.argv[1]) / 'pkg')")
-    lines += ["from pkg.outer import run", "print(run())"]
+    lines += ["from pkg.outer import run", f"print({result})"]
     code = "\n".join(lines)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), *sys.path])}
     env.pop("NUMBA_CACHE_DIR", None)
@@ -90,20 +92,10 @@ def test_digest_covers_contents_and_names(tmp_path: Path) -> None:
 
 
 def _cache_hits(tmp: Path) -> int:
-    """In a new process importing ``tmp/pkg`` (through the package's cache check, as the
-    package's own modules do): ``outer.run()``'s result must be 11; returns how many of its
-    signatures numba loaded from the cache instead of compiling."""
-    code = "\n".join([
-        "import sys", "from pathlib import Path",
-        "from robot_collision.kernel_cache import drop_stale_kernel_caches",
-        "drop_stale_kernel_caches(Path(sys.argv[1]) / 'pkg')",
-        "from pkg.outer import run", "assert run() == 11",
-        "print(sum(run.stats.cache_hits.values()))"])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), *sys.path])}
-    env.pop("NUMBA_CACHE_DIR", None)
-    out = subprocess.run([sys.executable, "-c", code, str(tmp)], env=env, check=True,
-                         capture_output=True, text=True, timeout=300)
-    return int(out.stdout.strip().splitlines()[-1])
+    """How many of ``outer.run``'s signatures a new process loads from the cache instead of
+    compiling (its result must be 11)."""
+    return _run(tmp, drop=True,
+                result="sum(run.stats.cache_hits.values()) if run() == 11 else -1")
 
 
 def test_a_copy_of_the_same_sources_takes_the_compiled_kernels(tmp_path: Path) -> None:
