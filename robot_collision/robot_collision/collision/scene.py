@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from ..errors import ShapeError
 from ..geometry.point_cloud import PointCloud
-from ..geometry.shapes import Shape, WorldObject
+from ..geometry.shapes import MESH, Shape, WorldObject
 from ..geometry.sphere_cover import sphere_cover
 from ..model.robot_model import RobotModel
 from .array_copy import concatenate
@@ -85,13 +85,30 @@ class PairArrays(NamedTuple):
 def _bound(
     shapes: Sequence[tuple[Shape, NDArray[np.float64]]],
 ) -> tuple[NDArray[np.float64], float]:
+    """Centre (link frame, m) and radius (m) of a sphere enclosing a link's shapes: the
+    smaller of two, one from the shapes' spheres about their origins, one from their spheres
+    about their bounding centres (a mesh's bounding-box centre, ``Shape.params``; a mesh's
+    origin is often far from its geometry, e.g. the Panda's link meshes sit at their joint:
+    their origin spheres are 5-45 % larger)."""
     if not shapes:
         return np.zeros(3), -1.0
-    centres = np.array([p[:3, 3] for _, p in shapes])
-    radii = np.array([s.bounding_radius() for s, _ in shapes])
-    c = 0.5 * (centres.min(axis=0) + centres.max(axis=0))
-    r = float(np.max(np.linalg.norm(centres - c, axis=1) + radii))
-    return c, r
+    best_c, best_r = np.zeros(3), np.inf
+    for about_centre in (False, True):
+        centres = np.empty((len(shapes), 3))
+        radii = np.empty(len(shapes))
+        for i, (s, p) in enumerate(shapes):
+            if about_centre and s.kind == MESH:
+                prm = s.params()
+                centres[i] = p[:3, :3] @ prm[:3] + p[:3, 3]
+                radii[i] = prm[3]
+            else:
+                centres[i] = p[:3, 3]
+                radii[i] = s.bounding_radius()
+        c = 0.5 * (centres.min(axis=0) + centres.max(axis=0))
+        r = float(np.max(np.linalg.norm(centres - c, axis=1) + radii))
+        if r < best_r:
+            best_c, best_r = c, r
+    return best_c, best_r
 
 
 def robot_arrays(robot: RobotModel) -> RobotArrays:
