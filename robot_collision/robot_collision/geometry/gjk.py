@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ..jitcall import borrowed_flat
+from ..jitcall import borrowed_flat, stack_matrix
 from ..jitcall import nothrow as _nothrow
 from .hull import START_CELLS, START_GRID, SUPPORT_BLOCK_MARK
 from .pair_closed_forms import _clamp01
@@ -192,6 +192,17 @@ def _seg_t(ax, ay, az, bx, by, bz):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
+def _edge(ax, ay, az, bx, by, bz):  # type: ignore[no-untyped-def]
+    """Parameter ``t`` of the point of segment [a, b] closest to the origin and that point's
+    squared norm."""
+    t = _seg_t(ax, ay, az, bx, by, bz)
+    px = ax + t * (bx - ax)
+    py = ay + t * (by - ay)
+    pz = az + t * (bz - az)
+    return t, px * px + py * py + pz * pz
+
+
+@njit(cache=True)
 def _tri_lambdas(ax, ay, az, bx, by, bz, cx, cy, cz):  # type: ignore[no-untyped-def]
     """Barycentric weights of the point of triangle abc closest to the origin.
 
@@ -199,28 +210,25 @@ def _tri_lambdas(ax, ay, az, bx, by, bz, cx, cy, cz):  # type: ignore[no-untyped
     sub-triangle areas); otherwise, and whenever an edge is at least as close, the best edge.
     Curved shapes make GJK build slivers with nearly coincident vertices: this formulation never
     returns a point farther than the best edge, so GJK keeps making progress on them."""
-    t = _seg_t(ax, ay, az, bx, by, bz)
-    px = ax + t * (bx - ax)
-    py = ay + t * (by - ay)
-    pz = az + t * (bz - az)
-    best = px * px + py * py + pz * pz
-    la, lb, lc = 1.0 - t, t, 0.0
-    t = _seg_t(ax, ay, az, cx, cy, cz)
-    px = ax + t * (cx - ax)
-    py = ay + t * (cy - ay)
-    pz = az + t * (cz - az)
-    dd = px * px + py * py + pz * pz
-    if dd < best:
-        best = dd
-        la, lb, lc = 1.0 - t, 0.0, t
-    t = _seg_t(bx, by, bz, cx, cy, cz)
-    px = bx + t * (cx - bx)
-    py = by + t * (cy - by)
-    pz = bz + t * (cz - bz)
-    dd = px * px + py * py + pz * pz
-    if dd < best:
-        best = dd
-        la, lb, lc = 0.0, 1.0 - t, t
+    tab, dab = _edge(ax, ay, az, bx, by, bz)
+    tac, dac = _edge(ax, ay, az, cx, cy, cz)
+    tbc, dbc = _edge(bx, by, bz, cx, cy, cz)
+    return _tri_from_edges(ax, ay, az, bx, by, bz, cx, cy, cz, tab, dab, tac, dac, tbc, dbc)
+
+
+@njit(cache=True)
+def _tri_from_edges(  # type: ignore[no-untyped-def]
+    ax, ay, az, bx, by, bz, cx, cy, cz, tab, dab, tac, dac, tbc, dbc
+):
+    """:func:`_tri_lambdas` given its three edges' :func:`_edge` results (ab, ac, bc)."""
+    best = dab
+    la, lb, lc = 1.0 - tab, tab, 0.0
+    if dac < best:
+        best = dac
+        la, lb, lc = 1.0 - tac, 0.0, tac
+    if dbc < best:
+        best = dbc
+        la, lb, lc = 0.0, 1.0 - tbc, tbc
     abx = bx - ax
     aby = by - ay
     abz = bz - az
@@ -295,6 +303,15 @@ def _tetra_lambdas(S):  # type: ignore[no-untyped-def]
     # within ~1e-10 * size of a face, i.e. the shapes touch and the distance goes below
     # CONTACT_TOL anyway.
     inside = abs(vol) > 1e-10 * l1 * l2 * l3
+    # each of the six edges once (every edge borders two faces): same answers as calling
+    # _tri_lambdas per face, ~half its segment work (GJK on curved shapes spends most
+    # iterations here)
+    T = stack_matrix(4, 4)  # T[i, j] (i < j): t of edge ij; T[j, i]: its squared distance
+    for i in range(3):
+        for j in range(i + 1, 4):
+            T[i, j], T[j, i] = _nothrow(
+                _edge, S[i, 0], S[i, 1], S[i, 2], S[j, 0], S[j, 1], S[j, 2]
+            )
     best = np.inf
     b0 = 0.0
     b1 = 0.0
@@ -316,8 +333,9 @@ def _tetra_lambdas(S):  # type: ignore[no-untyped-def]
             sl = nx * (S[l, 0] - S[i, 0]) + ny * (S[l, 1] - S[i, 1]) + nz * (S[l, 2] - S[i, 2])
             inside = so * sl > 0.0  # origin on the same side of the face as the 4th vertex
         li, lj, lk = _nothrow(
-            _tri_lambdas,
+            _tri_from_edges,
             S[i, 0], S[i, 1], S[i, 2], S[j, 0], S[j, 1], S[j, 2], S[k, 0], S[k, 1], S[k, 2],
+            T[i, j], T[j, i], T[i, k], T[k, i], T[j, k], T[k, j],
         )
         px = li * S[i, 0] + lj * S[j, 0] + lk * S[k, 0]
         py = li * S[i, 1] + lj * S[j, 1] + lk * S[k, 1]
