@@ -73,6 +73,7 @@ PUSH_SPEED = 0.15  # m/s: closing speed commanded towards the post
 CLOUD_TOPIC = "/ci_camera/points"  # run.sh: ros2 launch ... point_cloud_topics:=/ci_camera/points
 CAMERA_FRAME = "ci_camera_optical"
 CLOUD_TOLERANCE = 0.02  # m: thinning to cloud_resolution (0.01) and the node's surface model
+CLOUD_WAIT = 45.0  # s, for the first and the last cloud row (30 s seen at load 3-4)
 FAR_PATCH = (0.0, 0.0, 3.0)  # m, base frame: out of every check's way
 
 
@@ -353,10 +354,10 @@ def check_cloud(p: Probe, plan: CameraPlan) -> tuple[bool, str, dict[str, Any]]:
     with p.lock:
         p.patch_base = plan.patch
     near = p.wait(lambda: next((m for s, m in p.tables[-5:] if s > t0 and cloud_rows(m)), None),
-                  15.0)
+                  CLOUD_WAIT)
     if near is None:
-        return False, (f"no clearance row for {CLOUD_TOPIC} within 15 s of moving the patch "
-                       f"{expected * 1e3:.0f} mm from the arm"), {}
+        return False, (f"no clearance row for {CLOUD_TOPIC} within {CLOUD_WAIT:.0f} s of moving "
+                       f"the patch {expected * 1e3:.0f} mm from the arm"), {}
     got = min(float(r.distance) for r in cloud_rows(near))
     info = {"cloud_expected_m": expected, "cloud_row_m": got, "cloud_wrong_frame_m": wrong_frame,
             "cloud_rows": len(cloud_rows(near))}
@@ -364,7 +365,7 @@ def check_cloud(p: Probe, plan: CameraPlan) -> tuple[bool, str, dict[str, Any]]:
     with p.lock:
         p.patch_base = _patch(np.array(FAR_PATCH), np.array([0.0, 0.0, -1.0]))
     gone = p.wait(lambda: next((m for s, m in p.tables[-5:] if s > t1 and not cloud_rows(m)),
-                               None), 15.0)
+                               None), CLOUD_WAIT)
     text = (f"{len(cloud_rows(near))} rows for {CLOUD_TOPIC} (frame {CAMERA_FRAME} from a tf2 "
             f"static transform), closest {got * 1e3:.1f} mm, computed here {expected * 1e3:.1f}"
             f" mm (read in the wrong frame: {wrong_frame * 1e3:.0f} mm)")
