@@ -16,9 +16,11 @@ class PairDistances(NamedTuple):
     """Link-indexed raw output of one evaluation (see :func:`.kernels.evaluate_pairs`).
 
     L links (base = 0), W world objects; ``T`` (L, 4, 4) link poses (base frame), ``D``
-    (L, L + W) padded signed distances (m, +inf where not evaluated), ``WA``/``WB`` (L, L+W, 3)
-    witness points (base frame, m), ``NN`` (L, L+W, 3) unit normals from row to column, ``E``
-    evaluated flags; self pairs are stored at ``[a, b]`` with a < b. A named tuple, not a frozen
+    (L, L + W) padded signed distances (m, +inf where not evaluated or pruned), ``WA``/``WB``
+    (L, L+W, 3) witness points (base frame, m), ``NN`` (L, L+W, 3) unit normals from row to
+    column, ``E`` evaluated flags; self pairs are stored at ``[a, b]`` with a < b. ``WA``, ``WB``
+    and ``NN`` are defined only where ``D`` is finite (elsewhere uninitialised: filling them
+    cost more than the pairs on robots with many frames). A named tuple, not a frozen
     dataclass: built once per query, and a dataclass' frozen ``__init__`` cost ~1 us of
     ``pair_distances``' ~30 us on a 6-joint arm.
     """
