@@ -86,21 +86,21 @@ def _bound(
     shapes: Sequence[tuple[Shape, NDArray[np.float64]]],
 ) -> tuple[NDArray[np.float64], float]:
     """Centre (link frame, m) and radius (m) of a sphere enclosing a link's shapes: the
-    smaller of two, one from the shapes' spheres about their origins, one from their spheres
-    about their bounding centres (a mesh's bounding-box centre, ``Shape.params``; a mesh's
-    origin is often far from its geometry, e.g. the Panda's link meshes sit at their joint:
-    their origin spheres are 5-45 % larger)."""
+    smaller of two, one from the shapes' spheres about their origins, one from their tight
+    spheres (``Shape.bounding_sphere``: a mesh's about its bounding-box centre; a mesh's origin
+    is often far from its geometry, e.g. the Panda's link meshes sit at their joint: their
+    origin spheres are 5-45 % larger). Links without meshes take the first (both agree)."""
     if not shapes:
         return np.zeros(3), -1.0
     best_c, best_r = np.zeros(3), np.inf
-    for about_centre in (False, True):
+    has_mesh = any(s.kind == MESH for s, _ in shapes)
+    for about_centre in (False, True) if has_mesh else (False,):
         centres = np.empty((len(shapes), 3))
         radii = np.empty(len(shapes))
         for i, (s, p) in enumerate(shapes):
-            if about_centre and s.kind == MESH:
-                prm = s.params()
-                centres[i] = p[:3, :3] @ prm[:3] + p[:3, 3]
-                radii[i] = prm[3]
+            if about_centre:
+                c_local, radii[i] = s.bounding_sphere()
+                centres[i] = p[:3, :3] @ c_local + p[:3, 3]
             else:
                 centres[i] = p[:3, 3]
                 radii[i] = s.bounding_radius()

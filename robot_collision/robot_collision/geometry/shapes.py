@@ -86,6 +86,12 @@ class Shape:
         """Radius (m) of a sphere about the local origin that encloses the shape."""
         raise NotImplementedError
 
+    def bounding_sphere(self) -> tuple[NDArray[np.float64], float]:
+        """``(centre (3,), radius)`` of a tight enclosing sphere (local frame, m): about the
+        local origin for the analytic shapes (their centre), about the bounding-box centre for
+        meshes."""
+        return np.zeros(3), self.bounding_radius()
+
     def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(centre (3,), half_extents (3,))`` of a box along the local axes that encloses the
         shape (local frame, m); exact for boxes."""
@@ -246,6 +252,9 @@ class Mesh(Shape):
 
     def bounding_radius(self) -> float:
         return self._radius
+
+    def bounding_sphere(self) -> tuple[NDArray[np.float64], float]:
+        return self._params[:3].copy(), float(self._params[3])
 
     def local_box(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return self._box[0].copy(), self._box[1].copy()

@@ -58,6 +58,32 @@ def test_local_box_encloses_the_shape(shape: Shape) -> None:
     assert np.all(reach >= 0.9 * half)
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        Sphere(0.3),
+        Capsule(0.1, 0.5),
+        Cylinder(0.15, 0.4),
+        Box(0.2, 0.5, 0.1),
+        Mesh(np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.9]])),
+    ],
+    ids=lambda s: type(s).__name__,
+)
+def test_bounding_sphere_encloses_the_shape(shape: Shape) -> None:
+    """``bounding_sphere`` holds every surface sample and is no larger than the sphere about
+    the origin; for the mesh (far from its origin) it is the brute-force sphere about the
+    samples' box centre, far smaller than that."""
+    pts = _surface(shape, np.random.default_rng(4))
+    centre, r = shape.bounding_sphere()
+    assert np.all(np.linalg.norm(pts - centre, axis=1) <= r + 1e-12)
+    assert r <= shape.bounding_radius() + 1e-12
+    if isinstance(shape, Mesh):
+        box_c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+        np.testing.assert_allclose(centre, box_c, atol=1e-12)
+        assert r == pytest.approx(np.linalg.norm(pts - box_c, axis=1).max(), abs=1e-12)
+        assert r < 0.6 * shape.bounding_radius()
+
+
 def test_box_local_box_is_exact() -> None:
     centre, half = Box(0.2, 0.5, 0.1).local_box()
     np.testing.assert_array_equal(centre, 0.0)
