@@ -28,3 +28,18 @@ def test_settings_defaults_are_the_parameter_defaults(module: str, cls: str) -> 
     assert sorted(set(names) - set(table)) == ([] if cls != "FilterNodeSettings" else ["options"])
     default = settings_type()
     assert [(n, getattr(default, n)) for n in names] == [(n, getattr(from_table, n)) for n in names]
+
+
+def test_filter_settings_built_in_code_are_validated() -> None:
+    """``FilterNodeSettings`` built in code derives its filter options at construction, so
+    inconsistent values fail there with a typed error, as they do from parameters; consistent
+    ones carry their own values into the options (not ``FilterOptions``' defaults)."""
+    from robot_collision.errors import ConfigurationError
+    from robot_collision.ros.filter_settings import FilterNodeSettings
+
+    with pytest.raises(ConfigurationError, match="influence_distance_env"):
+        FilterNodeSettings(influence_distance_env=0.05, safety_distance_env=0.1)
+    s = FilterNodeSettings(max_state_age=0.3, influence_distance_env=0.4, weights=(1.0, 2.0))
+    assert s.options.state_timeout == 0.3
+    assert s.options.influence_distance_env == 0.4
+    assert s.options.weights == (1.0, 2.0)
