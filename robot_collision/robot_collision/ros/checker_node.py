@@ -562,11 +562,7 @@ class CollisionCheckerNode(Node):
                 return
             self._compute_and_publish(pipe, q, stamp)
         except Exception as exc:
-            self.stats["errors"] += 1
-            self.get_logger().error(
-                f"joint state processing failed: {type(exc).__name__}: {exc}",
-                throttle_duration_sec=1.0,
-            )
+            self._callback_failed("joint state processing", exc, 1.0)
 
     def _on_rejected_joint_state(self, exc: ConversionError) -> None:
         self.stats["rejected"] += 1
@@ -578,11 +574,7 @@ class CollisionCheckerNode(Node):
             if pending is not None:
                 self._compute_and_publish(*pending)
         except Exception as exc:
-            self.stats["errors"] += 1
-            self.get_logger().error(
-                f"clearance computation failed: {type(exc).__name__}: {exc}",
-                throttle_duration_sec=1.0,
-            )
+            self._callback_failed("clearance computation", exc, 1.0)
 
     def _compute_and_publish(self, pipe: _Pipeline, q: NDArray[np.float64], stamp: Any) -> None:
         settings = pipe.settings
@@ -625,10 +617,19 @@ class CollisionCheckerNode(Node):
             self._marker_pub.publish(arr)
             self._marker_key = key
         except Exception as exc:
-            self.get_logger().error(
-                f"marker publishing failed: {type(exc).__name__}: {exc}",
-                throttle_duration_sec=5.0,
-            )
+            self._callback_failed("marker publishing", exc, 5.0, count=False)
+
+    def _callback_failed(self, what: str, exc: Exception, throttle: float,
+                         count: bool = True) -> None:
+        """Log (throttled, s) and count a callback's failure, unless the node is shutting down:
+        Ctrl-C shuts the context down under a running callback, which then fails on destroyed
+        handles (as the filter and the mock arm, it logs nothing then)."""
+        if not self.context.ok():
+            return
+        if count:
+            self.stats["errors"] += 1
+        self.get_logger().error(f"{what} failed: {type(exc).__name__}: {exc}",
+                                throttle_duration_sec=throttle)
 
     # ------------------------------------------------------------------ world
     def _on_rejected_world(self, exc: MessageRejectedError) -> None:

@@ -647,3 +647,34 @@ def test_moveit_world_topics_stand_in(ros: Any, monkeypatch: pytest.MonkeyPatch)
     finally:
         ros.remove_node(s.node)
         ros.remove_node(s.helper)
+
+
+def test_callbacks_cut_off_by_shutdown_log_no_error() -> None:
+    """Ctrl-C on ``ros2 launch`` shuts the context down under a running callback, which then
+    fails on destroyed handles (``RCLError: publisher's context is invalid``): that is the
+    node stopping, not a fault, so nothing is logged as an error or counted as one."""
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = CollisionCheckerNode(context=ctx, namespace="/cut_off_by_shutdown",
+                                parameter_overrides=_params(publish_rate=0.0))
+    try:
+        assert node._pipeline is not None
+        logged: list[tuple[str, str]] = []
+        logger = SimpleNamespace(**{lvl: (lambda text, lvl=lvl, **_: logged.append((lvl, text)))
+                                    for lvl in ("debug", "info", "warning", "warn", "error")})
+        node.get_logger = lambda: logger  # type: ignore[method-assign]
+        msg = JointState(name=list(node._pipeline.robot.joint_names), position=[0.0] * 7)
+        msg.header.stamp = node.get_clock().now().to_msg()
+        rclpy.shutdown(context=ctx)
+        node._on_joint_state(msg)
+        node._pending = (node._pipeline, np.zeros(7), msg.header.stamp)
+        node._on_rate_timer()
+        node._on_marker_timer()
+        assert [t for lvl, t in logged if lvl == "error"] == []
+        assert node.stats["errors"] == 0
+    finally:
+        try:
+            node.destroy_node()
+        finally:
+            if ctx.ok():
+                rclpy.shutdown(context=ctx)
