@@ -36,18 +36,17 @@ def _surface(shape: Shape, rng: np.random.Generator, n: int = 4000) -> np.ndarra
     raise AssertionError(type(shape))
 
 
-@pytest.mark.parametrize(
-    "shape",
-    [
-        Sphere(0.3),
-        Capsule(0.1, 0.5),
-        Capsule(0.2, 0.0),
-        Cylinder(0.15, 0.4),
-        Box(0.2, 0.5, 0.1),
-        Mesh(np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.9]])),
-    ],
-    ids=lambda s: type(s).__name__,
-)
+SHAPES = [
+    Sphere(0.3),
+    Capsule(0.1, 0.5),
+    Capsule(0.2, 0.0),
+    Cylinder(0.15, 0.4),
+    Box(0.2, 0.5, 0.1),
+    Mesh(np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.9]])),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: type(s).__name__)
 def test_local_box_encloses_the_shape(shape: Shape) -> None:
     rng = np.random.default_rng(3)
     centre, half = shape.local_box()
@@ -58,17 +57,7 @@ def test_local_box_encloses_the_shape(shape: Shape) -> None:
     assert np.all(reach >= 0.9 * half)
 
 
-@pytest.mark.parametrize(
-    "shape",
-    [
-        Sphere(0.3),
-        Capsule(0.1, 0.5),
-        Cylinder(0.15, 0.4),
-        Box(0.2, 0.5, 0.1),
-        Mesh(np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.9]])),
-    ],
-    ids=lambda s: type(s).__name__,
-)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: type(s).__name__)
 def test_bounding_sphere_encloses_the_shape(shape: Shape) -> None:
     """``bounding_sphere`` holds every surface sample and is no larger than the sphere about
     the origin; for the mesh (far from its origin) it is the brute-force sphere about the
