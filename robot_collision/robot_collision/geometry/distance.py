@@ -37,7 +37,12 @@ penetration). When the cores touch or overlap
 (core distance below ``CONTACT_TOL``), EPA (expanding polytope algorithm) gives the penetration
 depth, normal and witness points. Cylinder support is exact (cap disc and rim); mesh support is
 the maximum over the hull vertices: a scan for small hulls, else a climb along the hull's edges
-from the previous answer of the same GJK/EPA call (see :mod:`.hull`). If EPA runs out of
+from the previous answer of the same GJK/EPA call (see :mod:`.hull`). GJK converges only linearly
+on a cylinder's curved rim and side; when its simplex shows the other shape's feature to be one
+point (a box or hull vertex) or a box face, it tries the closed-form closest pair of that feature
+and the cylinder and keeps it if closer (the duality-gap test still decides when to stop):
+go1's box-cylinder pairs take 3.7 GJK iterations instead of 9.9, and these contacts come out
+exact to round-off. If EPA runs out of
 vertices before converging -- a curved closest set, e.g. a capsule on the axis of a cylinder,
 equidistant from its whole side -- the depth is finished by minimising ``h_A(u) + h_B(-u)``
 over the normal ``u`` directly.

@@ -282,8 +282,14 @@ def _tetra_lambdas(S):  # type: ignore[no-untyped-def]
     """Weights of the point of tetrahedron ``S[0:4]`` closest to the origin into ``S[:, 9]``.
     Returns True (weights untouched) when the origin is strictly inside.
 
-    Every face is evaluated (not only those facing the origin): on the slivers that curved
-    shapes produce, the side tests are unreliable, while the minimum over all faces is not."""
+    Every face containing the new vertex ``S[3]`` is evaluated (not only those facing the
+    origin): on the slivers that curved shapes produce, the side tests are unreliable, while the
+    minimum over the faces is not. The face ``S[0:3]`` (the previous simplex) is only
+    side-tested: its closest point is GJK's current ``v``, computed by the same arithmetic in
+    the previous step, so it can never give progress -- when it would be the minimum, every
+    other face is at least as far and GJK's no-progress exit keeps the previous simplex, as
+    it did when this face was evaluated too (bit-identical results, ~12 % faster GJK on go1's
+    box-cylinder pairs)."""
     e1x = S[1, 0] - S[0, 0]
     e1y = S[1, 1] - S[0, 1]
     e1z = S[1, 2] - S[0, 2]
@@ -332,6 +338,8 @@ def _tetra_lambdas(S):  # type: ignore[no-untyped-def]
             so = -(nx * S[i, 0] + ny * S[i, 1] + nz * S[i, 2])
             sl = nx * (S[l, 0] - S[i, 0]) + ny * (S[l, 1] - S[i, 1]) + nz * (S[l, 2] - S[i, 2])
             inside = so * sl > 0.0  # origin on the same side of the face as the 4th vertex
+        if l == 3:
+            break  # the previous simplex: no progress possible (see the docstring)
         li, lj, lk = _nothrow(
             _tri_from_edges,
             S[i, 0], S[i, 1], S[i, 2], S[j, 0], S[j, 1], S[j, 2], S[k, 0], S[k, 1], S[k, 2],
@@ -404,6 +412,182 @@ def _add_point(S, i, ka, PA, va, kb, PB, vb, dx, dy, dz, H):  # type: ignore[no-
     # keep va and vb alive up to here so that all three arrays are released in one block: the
     # refcount pruning then removes their increfs/decrefs (see "Calling convention")
     return va.shape[0] + vb.shape[0] + H.shape[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Closed-form shortcuts against a cylinder
+# --------------------------------------------------------------------------------------------
+# GJK converges only linearly on the curved rim and side of a cylinder (measured: ~10
+# iterations for go1's box-cylinder pairs, against ~2.4 for box-box), and two of the contacts
+# it converges to have a closed form: a single point of the other shape (a box or hull vertex)
+# against the cylinder, and a box face against the cylinder. When the simplex's points on the
+# other shape show such a feature, _shortcut puts the closed-form pair of points into the
+# simplex if it is closer than GJK's current point; GJK then goes on as usual, so its
+# termination test (the duality gap) still certifies the distance, and a wrong guess costs one
+# comparison.
+
+
+@njit(cache=True)
+def _cyl_closest(P, x, y, z):  # type: ignore[no-untyped-def]
+    """Point of the posed cylinder ``P`` (packed as in :func:`_support`) closest to the point
+    ``(x, y, z)``, and False when that point is inside the cylinder."""
+    p0, p1, _p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz = P
+    dx = x - tx
+    dy = y - ty
+    dz = z - tz
+    lx = r00 * dx + r10 * dy + r20 * dz
+    ly = r01 * dx + r11 * dy + r21 * dz
+    lz = r02 * dx + r12 * dy + r22 * dz
+    rho = math.sqrt(lx * lx + ly * ly)
+    outside = False
+    if rho > p0:
+        lx = lx * (p0 / rho)
+        ly = ly * (p0 / rho)
+        outside = True
+    if lz > p1:
+        lz = p1
+        outside = True
+    elif lz < -p1:
+        lz = -p1
+        outside = True
+    return (
+        r00 * lx + r01 * ly + r02 * lz + tx,
+        r10 * lx + r11 * ly + r12 * lz + ty,
+        r20 * lx + r21 * ly + r22 * lz + tz,
+        outside,
+    )
+
+
+@njit(cache=True)
+def _box_face(P, S, o):  # type: ignore[no-untyped-def]
+    """The face of the posed box ``P`` holding the three distinct points ``S[0:3, o:o + 3]``
+    (box vertices): ``(k, s)`` for the face ``x_k = s * half_k`` (local frame), or ``k = -1``."""
+    _p0, _p1, _p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz = P
+    for i in range(3):
+        for j in range(i + 1, 3):
+            if S[i, o] == S[j, o] and S[i, o + 1] == S[j, o + 1] and S[i, o + 2] == S[j, o + 2]:
+                return -1, 0.0
+    fk = -1
+    fs = 0.0
+    for k in range(3):
+        s0 = 0.0
+        same = True
+        for i in range(3):
+            dx = S[i, o] - tx
+            dy = S[i, o + 1] - ty
+            dz = S[i, o + 2] - tz
+            if k == 0:
+                lk = r00 * dx + r10 * dy + r20 * dz
+            elif k == 1:
+                lk = r01 * dx + r11 * dy + r21 * dz
+            else:
+                lk = r02 * dx + r12 * dy + r22 * dz
+            sg = 1.0 if lk > 0.0 else -1.0
+            if i == 0:
+                s0 = sg
+            elif sg != s0:
+                same = False
+        if same:
+            fk = k
+            fs = s0
+    return fk, fs
+
+
+@njit(cache=True)
+def _set_single(S, ax, ay, az, bx, by, bz):  # type: ignore[no-untyped-def]
+    """The simplex := the single point ``a - b`` (with its parts), weight 1."""
+    S[0, 0] = ax - bx
+    S[0, 1] = ay - by
+    S[0, 2] = az - bz
+    S[0, 3] = ax
+    S[0, 4] = ay
+    S[0, 5] = az
+    S[0, 6] = bx
+    S[0, 7] = by
+    S[0, 8] = bz
+    S[0, 9] = 1.0
+
+
+@njit(cache=True)
+def _shortcut(ka, PA, va, kb, PB, vb, S, ns, vx, vy, vz):  # type: ignore[no-untyped-def]
+    """GJK step against a cylinder (exactly one of A and B is one; see "Closed-form
+    shortcuts"): the simplex ``S[:ns]`` with closest point ``v`` is replaced by a single closer
+    point when its points on the other shape are one point (that point against the cylinder) or
+    three vertices of one box face (the cylinder's support point towards that face against the
+    face, when it projects inside). Returns the new ``ns`` and closest point."""
+    o = 6 if ka == CYLINDER else 3  # columns of the other shape's points
+    v2 = vx * vx + vy * vy + vz * vz
+    single = True
+    for i in range(1, ns):
+        if S[i, o] != S[0, o] or S[i, o + 1] != S[0, o + 1] or S[i, o + 2] != S[0, o + 2]:
+            single = False
+    if single:
+        px = S[0, o]
+        py = S[0, o + 1]
+        pz = S[0, o + 2]
+        if kb == CYLINDER:
+            qx, qy, qz, ok = _nothrow(_cyl_closest, PB, px, py, pz)
+            ax, ay, az, bx, by, bz = px, py, pz, qx, qy, qz
+        else:
+            qx, qy, qz, ok = _nothrow(_cyl_closest, PA, px, py, pz)
+            ax, ay, az, bx, by, bz = qx, qy, qz, px, py, pz
+        ex = ax - bx
+        ey = ay - by
+        ez = az - bz
+        if ok and ex * ex + ey * ey + ez * ez < v2:
+            _nothrow(_set_single, S, ax, ay, az, bx, by, bz)
+            return 1, ex, ey, ez
+        return ns, vx, vy, vz
+    if ns != 3 or (ka != BOX and kb != BOX):
+        return ns, vx, vy, vz
+    PX = PA if ka == BOX else PB
+    fk, fs = _nothrow(_box_face, PX, S, o)
+    if fk < 0:
+        return ns, vx, vy, vz
+    p0, p1, p2, r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz = PX
+    if fk == 0:
+        nx, ny, nz = fs * r00, fs * r10, fs * r20
+    elif fk == 1:
+        nx, ny, nz = fs * r01, fs * r11, fs * r21
+    else:
+        nx, ny, nz = fs * r02, fs * r12, fs * r22
+    # the cylinder's point deepest towards the face (outward normal n)
+    if ka == BOX:
+        qx, qy, qz, _h = _nothrow(_support, kb, PB, vb, -nx, -ny, -nz, -1)
+    else:
+        qx, qy, qz, _h = _nothrow(_support, ka, PA, va, -nx, -ny, -nz, -1)
+    dx = qx - tx
+    dy = qy - ty
+    dz = qz - tz
+    m0 = r00 * dx + r10 * dy + r20 * dz
+    m1 = r01 * dx + r11 * dy + r21 * dz
+    m2 = r02 * dx + r12 * dy + r22 * dz
+    if fk == 0:
+        inside = abs(m1) <= p1 and abs(m2) <= p2
+        m0 = fs * p0
+    elif fk == 1:
+        inside = abs(m0) <= p0 and abs(m2) <= p2
+        m1 = fs * p1
+    else:
+        inside = abs(m0) <= p0 and abs(m1) <= p1
+        m2 = fs * p2
+    if not inside:
+        return ns, vx, vy, vz
+    # its projection onto the face
+    px = r00 * m0 + r01 * m1 + r02 * m2 + tx
+    py = r10 * m0 + r11 * m1 + r12 * m2 + ty
+    pz = r20 * m0 + r21 * m1 + r22 * m2 + tz
+    if ka == BOX:
+        ax, ay, az, bx, by, bz = px, py, pz, qx, qy, qz
+    else:
+        ax, ay, az, bx, by, bz = qx, qy, qz, px, py, pz
+    ex = ax - bx
+    ey = ay - by
+    ez = az - bz
+    if ex * ex + ey * ey + ez * ez < v2:
+        _nothrow(_set_single, S, ax, ay, az, bx, by, bz)
+        return 1, ex, ey, ez
+    return ns, vx, vy, vz
 
 
 @njit(cache=True)
@@ -488,6 +672,8 @@ def _gjk(ka, PA, va, kb, PB, vb, S, margin):  # type: ignore[no-untyped-def]
         vx = nvx
         vy = nvy
         vz = nvz
+        if (ka == CYLINDER) != (kb == CYLINDER):  # one cylinder (not two: no call overhead)
+            ns, vx, vy, vz = _nothrow(_shortcut, ka, PA, va, kb, PB, vb, S, ns, vx, vy, vz)
     if vx * vx + vy * vy + vz * vz <= lim * lim:
         return True, ns
     return False, ns
