@@ -12,7 +12,9 @@ answer differs from coal's, judged by a fresh ``coal.collide`` per pair where th
 differs), ``coal_timed_inconsistent`` (configurations where coal's timed path differs from its
 own fresh per-pair answer); ``distances_us`` / ``coal_distances_us`` / ``distances_ratio``
 (exhaustive distances: ``CollisionChecker.pair_distances``, every checked pair, vs
-``pin.computeDistances`` on the same shape pairs, interleaved likewise; issue 22 target <= 1);
+``pin.computeDistances`` on the same shape pairs, interleaved likewise; issue 22 target <= 1),
+``distances_out_us`` / ``distances_out_ratio`` (the same with ``out=`` reusing one result's
+arrays, as coal writes into its preallocated ``GeometryData``);
 ``no_srdf_ratio`` (robots shipped with an SRDF, loaded without it: every pair checked, ours /
 coal's ``is_valid``).
 
@@ -128,12 +130,17 @@ def measure_robot(urdf: Any, srdf: Any, n_configs: int, repeats: int) -> dict[st
     pin = oracle.pin
     QQ = [(q, oracle.q_pin(q)) for q in Q]
     m, d, gm, gd = oracle.model, oracle.data, oracle.geom_model, oracle.geom_data
-    dist_ours, dist_coal = _interleaved_us(
+    # (coal writes into the preallocated geom_data; ``out=`` does the same with our arrays)
+    out = checker.pair_distances(Q[0])
+    dist_ours, dist_out, dist_coal = _interleaved_us(
         [lambda x: checker.pair_distances(x[0]),
+         lambda x: checker.pair_distances(x[0], out=out),
          lambda x: pin.computeDistances(m, d, gm, gd, x[1])], QQ, repeats)
     res["distances_us"] = round(dist_ours, 2)
+    res["distances_out_us"] = round(dist_out, 2)
     res["coal_distances_us"] = round(dist_coal, 2)
     res["distances_ratio"] = round(dist_ours / dist_coal, 3)
+    res["distances_out_ratio"] = round(dist_out / dist_coal, 3)
     if srdf is not None:  # the robot as users load it without its SRDF (every pair checked)
         bare = _load(urdf, None)
         bare_checker = CollisionChecker(bare)
@@ -253,13 +260,16 @@ def run(quick: bool = False) -> dict:
                 f"  {name}: load {r['load_s']} s, is_valid {r['is_valid_us']} us, coal "
                 f"{r['coal_us']} us, ratio {r['ratio']}, hull <= {r['max_hull_vertices']} "
                 f"vertices, {r['pairs']} pairs, colliding {r['colliding']}; distances "
-                f"{r['distances_us']} us, coal {r['coal_distances_us']} us; no SRDF ratio "
+                f"{r['distances_us']} us (out= {r['distances_out_us']} us), coal "
+                f"{r['coal_distances_us']} us; no SRDF ratio "
                 f"{r.get('no_srdf_ratio')}",
                 flush=True,
             )
     ratios = [r["ratio"] for r in robots.values() if "ratio" in r]
     no_srdf = [r["no_srdf_ratio"] for r in robots.values() if "no_srdf_ratio" in r]
     dist = {n: r["distances_ratio"] for n, r in robots.items() if "distances_ratio" in r}
+    dist_out = {n: r["distances_out_ratio"] for n, r in robots.items()
+                if "distances_out_ratio" in r}
     return {
         "oracle_robots": oracle,
         "robots": robots,
@@ -268,6 +278,8 @@ def run(quick: bool = False) -> dict:
         "worst_no_srdf_ratio": max(no_srdf) if no_srdf else None,
         "worst_distances_ratio": max(dist.values()) if dist else None,
         "distances_slower_than_coal": sorted(n for n, v in dist.items() if v > 1.0),
+        "worst_distances_out_ratio": max(dist_out.values()) if dist_out else None,
+        "distances_out_slower_than_coal": sorted(n for n, v in dist_out.items() if v > 1.0),
         "disagreements": sum(r.get("disagree", 0) for r in robots.values()),
     }
 

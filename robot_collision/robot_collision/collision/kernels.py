@@ -886,14 +886,14 @@ def _sphere_exact(cx, cy, cz, r, ko, po, P, o, wa, wb, n):  # type: ignore[no-un
 
 @njit(cache=True, fastmath=False, boundscheck=False)
 def evaluate_pairs(  # type: ignore[no-untyped-def]
-    T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, SA, SB, E, world_links
+    T, rs, ws, pr, exhaustive, do_self, do_world, cutoff, D, WA, WB, NN, E, world_links
 ):
     """Signed (padded) distance of every evaluated link pair, link-indexed.
 
     Outputs (L links, W world objects, columns = L links then W objects): ``D`` (L, L + W)
     minimum over shape pairs of distance - padding (+inf initialised), ``WA``/``WB`` (L, L+W, 3)
     witness points on the row link / column body, ``NN`` (L, L+W, 3) unit normal from row to
-    column, ``SA``/``SB`` indices of the closest shapes, ``E`` evaluated flags. Self pairs fill
+    column, ``E`` evaluated flags. Self pairs fill
     ``[a, b]`` with a < b only. Without ``exhaustive`` it stops after the first colliding pair.
     Pairs whose padded distance is at least ``cutoff`` (m) may be left at +inf or at a value
     above ``cutoff`` (pruned by bounding spheres of links and shapes, enclosing boxes of world
@@ -1048,8 +1048,6 @@ def evaluate_pairs(  # type: ignore[no-untyped-def]
                         WA[a, b, c] = wa[c]
                         WB[a, b, c] = wb[c]
                         NN[a, b, c] = n[c]
-                    SA[a, b] = s
-                    SB[a, b] = t
             if D[a, b] < 0.0:
                 hit = True
                 if not exhaustive:
@@ -1155,8 +1153,6 @@ def evaluate_pairs(  # type: ignore[no-untyped-def]
                             WA[l, j, c] = wa[c]
                             WB[l, j, c] = wb[c]
                             NN[l, j, c] = n[c]
-                        SA[l, j] = s
-                        SB[l, j] = -1 - o
                 if D[l, j] < 0.0:
                     hit = True
                     if not exhaustive:
@@ -1222,13 +1218,26 @@ def packed_valid_batch(Q, F, I, check_self, out):  # type: ignore[no-untyped-def
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)
-def packed_pairs(q, F, I, exhaustive, do_self, cutoff, moving_only):  # type: ignore[no-untyped-def]
-    """FK + :func:`evaluate_pairs` on a packed scene; returns ``(T, D, WA, WB, NN, E, hit)``.
-    With ``moving_only`` the world pairs of links fixed to the base (the base and the links
-    attached to it by fixed joints only: their distances do not depend on ``q``) are not
-    evaluated."""
+def packed_pairs_into(  # type: ignore[no-untyped-def]
+    q, F, I, exhaustive, do_self, cutoff, moving_only, T, D, WA, WB, NN, E
+):
+    """FK + :func:`evaluate_pairs` on a packed scene into the caller's arrays (L links, C = L
+    + W columns): ``T`` (L, 4, 4), ``D`` (L, C), ``WA``/``WB``/``NN`` (L, C, 3), ``E`` (L, C).
+    Returns 1 when a collision was found, 0 when none, -1 (nothing written) when an array has
+    another shape (checked here: the same checks in Python cost ~1.3 us, half of what reusing
+    the arrays saves; dtypes and layouts are part of numba's signature). Only ``D`` (+inf) and
+    ``E`` (False) are reset: ``evaluate_pairs`` writes ``WA``, ``WB``, ``NN`` together with
+    every finite ``D`` (filling all (L, C) entries was the bulk of a call on robots with many
+    frames: anymal_c, 78 links, ~0.6 MB, ~15 us). With ``moving_only`` the world pairs of
+    links fixed to the base (the base and the links attached to it by fixed joints only: their
+    distances do not depend on ``q``) are not evaluated."""
     kin, rs, ws, pr = unpack_scene_borrowed(F, I)
     L = rs.link_start.shape[0] - 1
+    C = L + ws.kind.shape[0]
+    w = (L, C, 3)
+    if (T.shape != (L, 4, 4) or D.shape != (L, C) or E.shape != (L, C) or WA.shape != w
+            or WB.shape != w or NN.shape != w):
+        return -1
     world_links = np.ones(L, dtype=np.bool_)
     if moving_only:
         static = np.zeros(L, dtype=np.bool_)
@@ -1236,23 +1245,31 @@ def packed_pairs(q, F, I, exhaustive, do_self, cutoff, moving_only):  # type: ig
             p = kin.parent[l]
             static[l] = p < 0 or (kin.jtype[l] == FIXED and static[p])
             world_links[l] = not static[l]
+    fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T)
+    D[:] = np.inf
+    E[:] = False
+    hit = evaluate_pairs(
+        T, rs, ws, pr, exhaustive, do_self, True, cutoff, D, WA, WB, NN, E, world_links
+    )
+    return 1 if hit else 0
+
+
+@njit(cache=True, fastmath=False, boundscheck=False)
+def packed_pairs(q, F, I, exhaustive, do_self, cutoff, moving_only):  # type: ignore[no-untyped-def]
+    """:func:`packed_pairs_into` into new arrays; returns ``(T, D, WA, WB, NN, E, hit)``."""
+    _kin, rs, ws, _pr = unpack_scene_borrowed(F, I)
+    L = rs.link_start.shape[0] - 1
     C = L + ws.kind.shape[0]
     T = np.empty((L, 4, 4))
-    fk_into(q, kin.parent, kin.jtype, kin.origin, kin.axis, kin.qidx, kin.scale, kin.offset, T)
-    # only D and E are initialised: evaluate_pairs writes WA, WB, NN (and the shape indices SA,
-    # SB, not returned) together with every finite D. Filling all (L, L + W) entries was the
-    # bulk of a call on robots with many frames (anymal_c, 78 links: ~0.6 MB, ~15 us)
-    D = np.full((L, C), np.inf)
+    D = np.empty((L, C))
     WA = np.empty((L, C, 3))
     WB = np.empty((L, C, 3))
     NN = np.empty((L, C, 3))
-    SA = np.empty((L, C), dtype=np.int64)
-    SB = np.empty((L, C), dtype=np.int64)
-    E = np.zeros((L, C), dtype=np.bool_)
-    hit = evaluate_pairs(
-        T, rs, ws, pr, exhaustive, do_self, True, cutoff, D, WA, WB, NN, SA, SB, E, world_links
+    E = np.empty((L, C), dtype=np.bool_)
+    hit = packed_pairs_into(
+        q, F, I, exhaustive, do_self, cutoff, moving_only, T, D, WA, WB, NN, E
     )
-    return T, D, WA, WB, NN, E, hit
+    return T, D, WA, WB, NN, E, hit > 0
 
 
 @njit(cache=True, fastmath=False, boundscheck=False)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import robot_corpus as rc
 
-from robot_collision import CollisionChecker
+from robot_collision import CollisionChecker, ConfigurationError, Sphere, WorldObject
 from robot_collision.geometry.decomposition import DecompositionOptions
 
 pytestmark = pytest.mark.skipif(
@@ -155,3 +155,35 @@ def test_multi_shape_link_distances_agree_with_coal(relpath: str, use_srdf: bool
             else:
                 assert d_near >= min(d, cutoff)
     assert worst < SEPARATION_TOL, f"separation differs by {worst} m"
+
+
+def test_reused_out_arrays_agree_with_coal_and_refuse_another_world() -> None:
+    """``pair_distances(q, out=...)`` overwrites one result's arrays in place: over a run of
+    configurations every reused result still agrees with coal (no value left over from an
+    earlier configuration); an ``out`` of another shape, or not a result, is refused."""
+    cr, robot = _load("ur5")
+    checker = CollisionChecker(robot)
+    oracle = rc.PinOracle(robot, checker, cr.urdf_path())
+    idx = {(a, b): (robot.link_index(a), robot.link_index(b)) for a, b in oracle.pairs}
+    rng = np.random.default_rng(11)
+    out = checker.pair_distances(robot.random_configuration(rng))
+    for _ in range(40):
+        q = robot.random_configuration(rng)
+        res = checker.pair_distances(q, out=out)
+        assert res.D is out.D and res.WA is out.WA and res.T is out.T
+        theirs = oracle.pair_distances(q)
+        for pair, d_ref in theirs.items():
+            i, j = sorted(idx[pair])
+            d = res.D[i, j]
+            assert (d < 0) == (d_ref < 0)
+            if d_ref > 0:
+                assert abs(d - d_ref) < SEPARATION_TOL
+                # the witnesses written this call are d apart (plus the pair's padding: none)
+                assert abs(np.linalg.norm(res.WA[i, j] - res.WB[i, j]) - d) < SEPARATION_TOL
+        assert res.collided == any(v < 0 for v in theirs.values())
+        assert np.count_nonzero(np.isfinite(res.D)) == len(theirs)
+    ball = WorldObject(Sphere(0.1), np.eye(4), "ball")
+    with pytest.raises(ConfigurationError, match="out=None"):
+        checker.pair_distances(q, [ball], out=out)
+    with pytest.raises(ConfigurationError, match="PairDistances"):
+        checker.pair_distances(q, out=tuple(out))  # type: ignore[arg-type]
