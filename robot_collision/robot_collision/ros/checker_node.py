@@ -623,7 +623,7 @@ class CollisionCheckerNode(Node):
                          count: bool = True) -> None:
         """Log (throttled, s) and count a callback's failure, unless the node is shutting down:
         Ctrl-C shuts the context down under a running callback, which then fails on destroyed
-        handles (as the filter and the mock arm, it logs nothing then)."""
+        handles (like the filter and the mock arm, through LogThrottle, it logs nothing then)."""
         if not self.context.ok():
             return
         if count:

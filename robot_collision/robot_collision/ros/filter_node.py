@@ -175,6 +175,7 @@ from .intake import (
     message_limits_from_values,
 )
 from .joint_states import JointStateCache, stamp_age, stamp_ns
+from .log_throttle import LogThrottle
 from .message_timing import LatencyRecord, arrival_time
 from .point_clouds import (
     CloudSubscriptions,
@@ -335,7 +336,7 @@ class VelocityFilterNode(Node):
         self._world_version: Any = -1
         self._last_output = -math.inf
         self._last_cycle = _Cycle(None, None, False, self._config_fault)
-        self._last_log: dict[str, float] = {}
+        self._throttled = LogThrottle(self.context)  # (key, period=2.0 s) -> log now?
         self._timer: Any = None
         # fail-safe state (see "Fail-safe" in the module docstring)
         self._sent: Optional[NDArray[np.float64]] = None  # model-order velocity last sent
@@ -468,17 +469,6 @@ class VelocityFilterNode(Node):
     def _limits(self) -> MessageLimits:
         """Caps on incoming messages (parameters max_message_*), read per message."""
         return self._message_limits
-
-    def _throttled(self, key: str, period: float = 2.0) -> bool:
-        """True at most once per ``period`` seconds per ``key`` (log throttling per reason);
-        False while shutting down (callbacks then fail on destroyed handles: not worth a log)."""
-        if not self.context.ok():
-            return False
-        now = time.monotonic()
-        if now - self._last_log.get(key, -math.inf) < period:
-            return False
-        self._last_log[key] = now
-        return True
 
     def _make_timer(self) -> None:
         if self._timer is not None:

@@ -69,6 +69,7 @@ from .intake import (
     MessageLimits,
     MessageRejectedError,
 )
+from .log_throttle import LogThrottle
 from .message_timing import arrival_time
 from .robot_loader import RobotLoader
 
@@ -129,7 +130,7 @@ class MockArmNode(Node):
         self._vmax = np.zeros(0)
         self._cmd: Optional[NDArray[np.float64]] = None
         self._cmd_time = -math.inf
-        self._last_log: dict[str, float] = {}
+        self._throttled = LogThrottle(self.context)  # (key, period=2.0 s) -> log now?
         self._timer: Any = None
         self.stats = {"commands": 0, "rejected_commands": 0, "published": 0, "timeouts": 0}
 
@@ -203,15 +204,6 @@ class MockArmNode(Node):
                                     f"using {default}")
             return default
         return float(value)
-
-    def _throttled(self, key: str, period: float = 2.0) -> bool:
-        if not self.context.ok():
-            return False  # shutting down: callbacks fail on destroyed handles, do not log
-        now = time.monotonic()
-        if now - self._last_log.get(key, -math.inf) < period:
-            return False
-        self._last_log[key] = now
-        return True
 
     def _make_timer(self) -> None:
         if self._timer is not None:
