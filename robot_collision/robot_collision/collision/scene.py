@@ -92,23 +92,24 @@ def _bound(
     origin spheres are 5-45 % larger). Links without meshes take the first (both agree)."""
     if not shapes:
         return np.zeros(3), -1.0
-    best_c, best_r = np.zeros(3), np.inf
-    has_mesh = any(s.kind == MESH for s, _ in shapes)
-    for about_centre in (False, True) if has_mesh else (False,):
-        centres = np.empty((len(shapes), 3))
-        radii = np.empty(len(shapes))
-        for i, (s, p) in enumerate(shapes):
-            if about_centre:
-                c_local, radii[i] = s.bounding_sphere()
-                centres[i] = p[:3, :3] @ c_local + p[:3, 3]
-            else:
-                centres[i] = p[:3, 3]
-                radii[i] = s.bounding_radius()
-        c = 0.5 * (centres.min(axis=0) + centres.max(axis=0))
-        r = float(np.max(np.linalg.norm(centres - c, axis=1) + radii))
-        if r < best_r:
-            best_c, best_r = c, r
-    return best_c, best_r
+    about_origins = _enclosing(
+        np.array([p[:3, 3] for _, p in shapes]), np.array([s.bounding_radius() for s, _ in shapes])
+    )
+    if not any(s.kind == MESH for s, _ in shapes):
+        return about_origins
+    tight = [(p[:3, :3] @ c + p[:3, 3], r) for (c, r), (_, p) in
+             zip((s.bounding_sphere() for s, _ in shapes), shapes)]
+    about_centres = _enclosing(np.array([c for c, _ in tight]), np.array([r for _, r in tight]))
+    return min(about_origins, about_centres, key=lambda cr: cr[1])
+
+
+def _enclosing(
+    centres: NDArray[np.float64], radii: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], float]:
+    """A sphere (centre, radius; m) holding the spheres ``centres`` (k, 3) / ``radii`` (k,):
+    centred on their centres' bounding box."""
+    c = 0.5 * (centres.min(axis=0) + centres.max(axis=0))
+    return c, float(np.max(np.linalg.norm(centres - c, axis=1) + radii))
 
 
 def robot_arrays(robot: RobotModel) -> RobotArrays:
