@@ -189,6 +189,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..collision.clearance import clearance_table
+from ..collision.results import PairDistances
 from ..errors import ConfigurationError, UnknownNameError
 from ..geometry.shapes import WorldObject
 from ..model.kinematics import fk_into
@@ -290,6 +291,10 @@ class VelocityFilter:
         self._hold = np.zeros((L, L), dtype=np.bool_)  # self pairs held where they are
         self._link_motion = np.zeros(L)
         self._world: list[WorldObject] = []
+        # the last tick's pair distances, whose arrays the next tick on the same world list
+        # overwrites (pair_distances' out=: no six new arrays per tick); read within a tick only
+        self._pd: Optional[PairDistances] = None
+        self._pd_world: Optional[list[WorldObject]] = None
         self._memory = _WitnessMemory(n)
         self.set_world(world)
         self._update_protection()
@@ -498,8 +503,11 @@ class VelocityFilter:
             if self._use_acc:
                 query = max(query, self._ds_max + self._stopping_distance(qa, prev, dtf))
             query += grow
-            pd = self.checker.pair_distances(qa, self._world, exhaustive=True, cutoff=query,
-                                             moving_only=True)
+            world = self._world
+            pd = self.checker.pair_distances(
+                qa, world, exhaustive=True, cutoff=query, moving_only=True,
+                out=self._pd if self._pd_world is world else None)
+            self._pd, self._pd_world = pd, world
             tab = clearance_table(self.robot, pd, query)
         except Exception as exc:  # the filter must not raise in the control loop
             return self._fault(f"clearance failed: {exc}")
