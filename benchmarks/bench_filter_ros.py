@@ -177,7 +177,7 @@ def ros_latency(quick: bool = False) -> dict[str, Any]:
                 # discovery, and a joint state at the node, before the clock starts
                 deadline = time.monotonic() + 10.0
                 while time.monotonic() < deadline and (
-                        cmd_pub.get_subscription_count() == 0 or node._q is None
+                        cmd_pub.get_subscription_count() == 0 or node.stats["joint_states"] == 0
                         or node._output_pub.get_subscription_count() == 0):
                     js_pub.publish(js)
                     time.sleep(0.01)
